@@ -1,0 +1,3 @@
+from delta_contracts.cli import main
+
+main()

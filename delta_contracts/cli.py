@@ -1,0 +1,109 @@
+"""The `delta-contracts` command line: parses arguments, calls the core, prints. Nothing else.
+
+Heavy modules (pydantic models, sqlglot, pyspark) are imported inside the commands so that `--help`
+answers at once.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.errors import Problem
+
+app = typer.Typer(
+    name="delta-contracts",
+    help="Delta Lake table governance from YAML data contracts.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+
+class OutputFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+
+
+FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="text, json or markdown.")]
+PathsArgument = Annotated[
+    list[Path] | None, typer.Argument(help="Contract files or folders (default: contracts/).", show_default=False)
+]
+
+
+def _fail_input(problems: tuple[Problem, ...] | list[Problem], fmt: OutputFormat = OutputFormat.TEXT) -> NoReturn:
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"errors": [p.to_json() for p in problems]}, indent=2))
+    else:
+        for problem in problems:
+            print(str(problem), file=sys.stderr)
+    raise typer.Exit(EXIT_INPUT)
+
+
+def _default_paths(paths: list[Path] | None) -> list[Path]:
+    return list(paths) if paths else [Path("contracts")]
+
+
+@app.command()
+def lint(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.TEXT) -> None:
+    """Check contracts: schema, types, checks, names. Exit 0 clean, 1 findings, 2 unreadable input."""
+    from delta_contracts.contract.errors import ContractError
+    from delta_contracts.contract.lint import lint_many
+    from delta_contracts.contract.load import contract_files, load_contract
+
+    roots = _default_paths(paths)
+    missing = [p for p in roots if not p.exists()]
+    if missing:
+        print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    files = contract_files(roots)
+    loaded, unreadable = [], []
+    for file in files:
+        try:
+            loaded.append(load_contract(file))
+        except ContractError as err:
+            unreadable.extend(err.problems)
+    findings = lint_many(loaded)
+    problems = sorted([*unreadable, *findings], key=lambda p: p.location)
+    code = EXIT_INPUT if unreadable else EXIT_FINDINGS if findings else EXIT_OK
+    if fmt is OutputFormat.JSON:
+        payload = {
+            "files": len(files),
+            "valid": len(loaded),
+            "problems": [p.to_json() for p in problems],
+        }
+        print(json.dumps(payload, indent=2))
+    else:
+        for problem in problems:
+            print(str(problem))
+        if fmt is OutputFormat.MARKDOWN:
+            print()
+        summary = f"{len(files)} contract(s) checked: {len(unreadable)} error(s), {len(findings)} finding(s)"
+        print(summary if problems else f"{len(files)} contract(s) checked: all clean")
+    raise typer.Exit(code)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the contract format (for editors: yaml-language-server)."""
+    from delta_contracts.contract.jsonschema import contract_json_schema
+
+    print(json.dumps(contract_json_schema(), indent=2))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -1,0 +1,64 @@
+"""Located problems: every message a user sees names the file, line, column and field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Location:
+    path: str
+    line: int  # 1-based
+    column: int  # 1-based
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.column}"
+
+
+class Severity(StrEnum):
+    ERROR = "error"  # the file cannot be used: YAML syntax or schema violation
+    FINDING = "finding"  # a semantic lint finding
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    location: Location
+    field: str  # dotted contract path, e.g. columns[2].checks.min ("" for the document)
+    message: str
+    code: str
+    severity: Severity = Severity.ERROR
+
+    def __str__(self) -> str:
+        where = f"{self.field}: " if self.field else ""
+        return f"{self.location}: {where}{self.message}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.location.path,
+            "line": self.location.line,
+            "column": self.location.column,
+            "field": self.field,
+            "code": self.code,
+            "severity": str(self.severity),
+            "message": self.message,
+        }
+
+
+class ContractError(Exception):
+    """Raised when a file cannot be turned into a contract; carries every problem found."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def field_path(parts: Iterable[str | int]) -> str:
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out

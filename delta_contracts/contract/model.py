@@ -1,0 +1,233 @@
+"""The `delta-contracts/v1` contract model: immutable pydantic values, unknown keys refused.
+
+Structure only. Meaning (types that exist, min <= max, regexes that compile, …) is checked by `lint`, so
+that one run can report every problem with its location instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+API_VERSION = "delta-contracts/v1"
+
+_SEMVER = re.compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)(?:\.(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*))*))?"
+    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
+)
+_DURATION = re.compile(
+    r"^P(?!$)(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$"
+)
+_TABLE_ID = re.compile(r"^[^.\s`]+(\.[^.\s`]+){1,2}$")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", str_strip_whitespace=False)
+
+
+def _check_semver(value: str) -> str:
+    if not isinstance(value, str) or not _SEMVER.match(value):
+        raise ValueError(f"'{value}' is not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.4.0)")
+    return value
+
+
+def _check_duration(value: str) -> str:
+    if not _DURATION.match(value):
+        raise ValueError(f"'{value}' is not an ISO-8601 duration (e.g. P30D, PT30M, P1DT12H)")
+    return value
+
+
+SemVer = Annotated[str, Field(description="Semantic version MAJOR.MINOR.PATCH", examples=["3.0.0"])]
+Duration = Annotated[str, Field(description="ISO-8601 duration", examples=["P30D", "PT30M"])]
+Scalar = str | int | float | bool
+
+
+class Owner(Frozen):
+    team: str
+    email: str | None = None
+
+
+class Consumer(Frozen):
+    name: str
+    contact: str | None = None
+    description: str | None = None
+
+
+class Versioning(StrEnum):
+    IN_PLACE = "in_place"
+    VERSIONED = "versioned"
+
+
+class TableSpec(Frozen):
+    partitioned_by: tuple[str, ...] = ()
+    clustered_by: tuple[str, ...] = ()
+    properties: dict[str, str] = Field(default_factory=dict)
+    versioning: Versioning = Versioning.IN_PLACE
+    comment: str | None = None
+
+    @field_validator("properties", mode="before")
+    @classmethod
+    def _properties_are_strings(cls, value: Any) -> Any:
+        # Delta stores every property as a string; YAML `true` or `5` would otherwise be refused.
+        if isinstance(value, dict):
+            return {k: _property_text(v) for k, v in value.items()}
+        return value
+
+
+def _property_text(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+class Checks(Frozen):
+    min: int | float | None = None
+    max: int | float | None = None
+    enum: tuple[Scalar, ...] | None = None
+    regex: str | None = None
+
+
+class Deprecation(Frozen):
+    since: SemVer
+    replaced_by: str | None = None
+    reason: str | None = None
+
+    @field_validator("since", mode="before")
+    @classmethod
+    def _since(cls, value: Any) -> Any:
+        return _check_semver(str(value) if isinstance(value, int | float) else value)
+
+
+class Column(Frozen):
+    name: str = Field(min_length=1)
+    type: str
+    nullable: bool = True
+    description: str | None = None
+    checks: Checks = Checks()
+    default: Scalar | None = None
+    renamed_from: str | None = None
+    deprecated: Deprecation | None = None
+    tags: tuple[str, ...] = ()
+    pii: bool = False
+
+
+class TableConstraint(Frozen):
+    name: str = Field(min_length=1)
+    expression: str = Field(min_length=1)
+
+
+class Freshness(Frozen):
+    column: str
+    max_age: Duration
+
+    _max_age = field_validator("max_age")(classmethod(lambda cls, v: _check_duration(v)))
+
+
+class Volume(Frozen):
+    min_rows: int | None = Field(default=None, ge=0)
+    max_rows: int | None = Field(default=None, ge=0)
+
+
+class Completeness(Frozen):
+    column: str
+    min_ratio: float = Field(ge=0, le=1)
+
+
+class Quality(Frozen):
+    freshness: Freshness | None = None
+    volume: Volume | None = None
+    completeness: tuple[Completeness, ...] = ()
+    unique: tuple[tuple[str, ...], ...] = ()
+
+
+class Policy(StrEnum):
+    BACKWARDS_COMPATIBLE = "backwards_compatible"
+    ANY = "any"
+
+
+class ChangeClass(StrEnum):
+    PATCH = "patch"
+    MINOR = "minor"
+    MAJOR = "major"
+
+
+class Evolution(Frozen):
+    policy: Policy = Policy.BACKWARDS_COMPATIBLE
+    deprecation_window: Duration = "P30D"
+    reader_lookback: Duration = "P14D"
+    reclassify: dict[str, ChangeClass] = Field(
+        default_factory=dict, description="Change code -> class, overriding the default classification."
+    )
+    allow: tuple[str, ...] = Field(default=(), description="Change codes always allowed by the policy.")
+    deny: tuple[str, ...] = Field(default=(), description="Change codes the policy always refuses.")
+
+    _durations = field_validator("deprecation_window", "reader_lookback")(
+        classmethod(lambda cls, v: _check_duration(v))
+    )
+
+
+class LifecycleStatus(StrEnum):
+    DRAFT = "draft"
+    ACTIVE = "active"
+    DEPRECATED = "deprecated"
+    RETIRED = "retired"
+
+
+class Lifecycle(Frozen):
+    status: LifecycleStatus = LifecycleStatus.ACTIVE
+    successor: str | None = None
+
+
+class Contract(Frozen):
+    """One table's contract. `id` is the logical table (`schema.table` or `catalog.schema.table`)."""
+
+    api_version: Literal["delta-contracts/v1"] = Field(alias="apiVersion")
+    id: str
+    version: SemVer
+    owner: Owner
+    description: str | None = None
+    consumers: tuple[Consumer, ...] = ()
+    tags: tuple[str, ...] = ()
+    table: TableSpec = TableSpec()
+    columns: tuple[Column, ...] = Field(min_length=1)
+    constraints: tuple[TableConstraint, ...] = ()
+    quality: Quality = Quality()
+    evolution: Evolution = Evolution()
+    lifecycle: Lifecycle = Lifecycle()
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _version(cls, value: Any) -> Any:
+        # YAML reads `version: 1.0` as a float; say it is not a version rather than "not a string".
+        return _check_semver(str(value) if isinstance(value, int | float) else value)
+
+    @field_validator("id")
+    @classmethod
+    def _table_id(cls, value: str) -> str:
+        if not _TABLE_ID.match(value):
+            raise ValueError(f"'{value}' is not a table id: use schema.table or catalog.schema.table")
+        return value
+
+    @property
+    def table_parts(self) -> tuple[str, ...]:
+        return tuple(self.id.split("."))
+
+    def column(self, name: str) -> Column | None:
+        """Look a column up the way Delta does: case-insensitively."""
+        folded = name.casefold()
+        return next((c for c in self.columns if c.name.casefold() == folded), None)
+
+
+def semver_tuple(version: str) -> tuple[int, int, int]:
+    match = _SEMVER.match(version)
+    if not match:
+        raise ValueError(f"'{version}' is not a semantic version")
+    return int(match.group(1)), int(match.group(2)), int(match.group(3))

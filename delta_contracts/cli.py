@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-if TYPE_CHECKING:
-    from delta_contracts.contract.errors import Problem
+from delta_contracts.cli_common import (
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    EXIT_OK,
+    FormatOption,
+    OutputFormat,
+    PathsArgument,
+    default_paths,
+)
+from delta_contracts.cli_plan import plan_command
 
 app = typer.Typer(
     name="delta-contracts",
@@ -26,32 +31,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
-
-
-class OutputFormat(StrEnum):
-    TEXT = "text"
-    JSON = "json"
-    MARKDOWN = "markdown"
-
-
-FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="text, json or markdown.")]
-PathsArgument = Annotated[
-    list[Path] | None, typer.Argument(help="Contract files or folders (default: contracts/).", show_default=False)
-]
-
-
-def _fail_input(problems: tuple[Problem, ...] | list[Problem], fmt: OutputFormat = OutputFormat.TEXT) -> NoReturn:
-    if fmt is OutputFormat.JSON:
-        print(json.dumps({"errors": [p.to_json() for p in problems]}, indent=2))
-    else:
-        for problem in problems:
-            print(str(problem), file=sys.stderr)
-    raise typer.Exit(EXIT_INPUT)
-
-
-def _default_paths(paths: list[Path] | None) -> list[Path]:
-    return list(paths) if paths else [Path("contracts")]
+app.command(name="plan")(plan_command)
 
 
 @app.command()
@@ -61,7 +41,7 @@ def lint(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.TEXT) -> 
     from delta_contracts.contract.lint import lint_many
     from delta_contracts.contract.load import contract_files, load_contract
 
-    roots = _default_paths(paths)
+    roots = default_paths(paths)
     missing = [p for p in roots if not p.exists()]
     if missing:
         print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)

@@ -1,0 +1,44 @@
+"""What a live Delta table looks like, as the engine reads it from the Delta log.
+
+Pure values: the planner's pre/postconditions and drift are evaluated over these, and only the engine layer
+knows how to fill them in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class LiveColumn:
+    name: str
+    type: str  # canonical Spark DDL type, e.g. bigint, decimal(12,2), array<string>
+    nullable: bool = True
+    comment: str | None = None
+    default: str | None = None  # SQL expression text Delta stores (CURRENT_DEFAULT)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTable:
+    name: str
+    location: str
+    columns: tuple[LiveColumn, ...]
+    properties: Mapping[str, str] = field(default_factory=dict)  # without delta.constraints.*
+    checks: Mapping[str, str] = field(default_factory=dict)  # constraint name -> expression
+    partition_columns: tuple[str, ...] = ()
+    clustering_columns: tuple[str, ...] = ()
+    min_reader_version: int = 1
+    min_writer_version: int = 2
+    reader_features: tuple[str, ...] = ()
+    writer_features: tuple[str, ...] = ()
+    version: int = 0
+    comment: str | None = None
+
+    def column(self, name: str) -> LiveColumn | None:
+        folded = name.casefold()
+        return next((c for c in self.columns if c.name.casefold() == folded), None)
+
+    def check(self, name: str) -> str | None:
+        folded = name.casefold()
+        return next((expr for n, expr in self.checks.items() if n.casefold() == folded), None)

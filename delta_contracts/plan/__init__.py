@@ -1,0 +1,1 @@
+"""Planning: contract change → typed ops in phases → Spark SQL → migration files."""

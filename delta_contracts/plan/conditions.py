@@ -1,0 +1,194 @@
+"""Pre- and postconditions of ops: predicates over live tables, as data.
+
+Metadata conditions are decided from the Delta log alone (`holds`); data conditions (`NoRowsWhere`,
+`RowCountAtLeast`) need a query, which the engine runs. An op whose postcondition already holds is skipped,
+which is what makes a crashed apply safe to resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from delta_contracts.live import LiveTable
+from delta_contracts.plan.sqlnorm import same_expression
+
+TableId = tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TableExists:
+    table: TableId
+
+
+@dataclass(frozen=True, slots=True)
+class TableAbsent:
+    table: TableId
+
+
+@dataclass(frozen=True, slots=True)
+class ViewDefined:
+    view: TableId
+    query: str
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnPresent:
+    table: TableId
+    column: str
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnAbsent:
+    table: TableId
+    column: str
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnTypeIs:
+    table: TableId
+    column: str
+    type: str
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnNullable:
+    table: TableId
+    column: str
+    nullable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnCommentIs:
+    table: TableId
+    column: str
+    comment: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDefaultIs:
+    table: TableId
+    column: str
+    default: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckIs:
+    table: TableId
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckAbsent:
+    table: TableId
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class PropertiesSet:
+    table: TableId
+    properties: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TableCommentIs:
+    table: TableId
+    comment: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NoRowsWhere:
+    """Data condition: `SELECT count(*) FROM table WHERE predicate` is 0."""
+
+    table: TableId
+    predicate: str
+
+
+@dataclass(frozen=True, slots=True)
+class RowCountAtLeast:
+    """Data condition: `target` has at least as many rows as `source`."""
+
+    target: TableId
+    source: TableId
+
+
+@dataclass(frozen=True, slots=True)
+class AllOf:
+    conditions: tuple[Condition, ...]
+
+
+Condition = (
+    TableExists
+    | TableAbsent
+    | ViewDefined
+    | ColumnPresent
+    | ColumnAbsent
+    | ColumnTypeIs
+    | ColumnNullable
+    | ColumnCommentIs
+    | ColumnDefaultIs
+    | CheckIs
+    | CheckAbsent
+    | PropertiesSet
+    | TableCommentIs
+    | NoRowsWhere
+    | RowCountAtLeast
+    | AllOf
+)
+DATA_CONDITIONS = (NoRowsWhere, RowCountAtLeast)
+
+
+def is_data_condition(condition: Condition) -> bool:
+    if isinstance(condition, AllOf):
+        return any(is_data_condition(c) for c in condition.conditions)
+    return isinstance(condition, DATA_CONDITIONS)
+
+
+def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapping[TableId, str]) -> bool:
+    """Decide a metadata condition from the live tables and views (keyed by table id)."""
+    match condition:
+        case AllOf(conditions):
+            return all(holds(c, tables, views) for c in conditions)
+        case TableExists(table):
+            return table in tables
+        case TableAbsent(table):
+            return table not in tables and table not in views
+        case ViewDefined(view, query):
+            return view in views and same_expression(views[view], query)
+        case NoRowsWhere() | RowCountAtLeast():
+            raise ValueError(f"{condition} needs a query: the engine evaluates it")
+    live = tables.get(condition.table)
+    if live is None:
+        return isinstance(condition, ColumnAbsent | CheckAbsent)
+    match condition:
+        case ColumnPresent(_, column):
+            return live.column(column) is not None
+        case ColumnAbsent(_, column):
+            return live.column(column) is None
+        case ColumnTypeIs(_, column, type_):
+            col = live.column(column)
+            return col is not None and col.type == type_
+        case ColumnNullable(_, column, nullable):
+            col = live.column(column)
+            return col is not None and col.nullable == nullable
+        case ColumnCommentIs(_, column, comment):
+            col = live.column(column)
+            return col is not None and (col.comment or None) == (comment or None)
+        case ColumnDefaultIs(_, column, default):
+            col = live.column(column)
+            if col is None:
+                return False
+            if col.default is None or default is None:
+                return col.default is None and default is None
+            return same_expression(col.default, default)
+        case CheckIs(_, name, expression):
+            found = live.check(name)
+            return found is not None and same_expression(found, expression)
+        case CheckAbsent(_, name):
+            return live.check(name) is None
+        case PropertiesSet(_, properties):
+            return all(live.properties.get(k) == v for k, v in properties)
+        case TableCommentIs(_, comment):
+            return (live.comment or None) == (comment or None)
+    raise TypeError(f"unknown condition {condition!r}")

@@ -1,0 +1,452 @@
+"""Typed migration operations: immutable values that know their phase and their conditions.
+
+An op says what must become true of a live table (its postcondition) and what must hold before it may run
+(its precondition). Rendering to SQL lives in `render`; running in `engine`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar
+
+from delta_contracts.plan.conditions import (
+    AllOf,
+    CheckAbsent,
+    CheckIs,
+    ColumnAbsent,
+    ColumnCommentIs,
+    ColumnDefaultIs,
+    ColumnNullable,
+    ColumnPresent,
+    ColumnTypeIs,
+    Condition,
+    NoRowsWhere,
+    PropertiesSet,
+    RowCountAtLeast,
+    TableAbsent,
+    TableCommentIs,
+    TableExists,
+    TableId,
+    ViewDefined,
+)
+
+
+class Phase(StrEnum):
+    EXPAND = "expand"
+    POPULATE = "populate"
+    CUTOVER = "cutover"
+    CONTRACT = "contract"
+
+
+PHASES = (Phase.EXPAND, Phase.POPULATE, Phase.CUTOVER, Phase.CONTRACT)
+
+STAMP_ID = "delta_contracts.id"
+STAMP_VERSION = "delta_contracts.version"
+STAMP_SCHEMA_HASH = "delta_contracts.schema_hash"
+DEPRECATED_COLUMNS = "delta_contracts.deprecated.columns"
+DEPRECATED_SINCE = "delta_contracts.deprecated.since"
+DEPRECATED_TABLE = "delta_contracts.deprecated.table"
+SUCCESSOR = "delta_contracts.successor"
+
+
+def table_name(table: TableId) -> str:
+    return ".".join(table)
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    name: str
+    type: str  # canonical Spark type
+    nullable: bool = True
+    comment: str | None = None
+    default: str | None = None  # SQL expression text
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """What a destructive op waits for: time since the deprecation mark, and zero readers of `objects`."""
+
+    deprecation_window: str  # ISO-8601 duration
+    reader_lookback: str  # ISO-8601 duration
+    deprecated_by: str  # the property whose setting commit starts the window
+    objects: tuple[str, ...]  # fully qualified table or table.column names
+
+    def describe(self) -> str:
+        return (
+            f"after {self.deprecation_window} since {self.deprecated_by} was set and zero readers of "
+            f"{', '.join(self.objects)} in the last {self.reader_lookback} (or --force --reason)"
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Op:
+    kind: ClassVar[str] = "op"
+    destructive: ClassVar[bool] = False
+    table: TableId
+    phase: Phase
+    reason: str = ""
+
+    def postcondition(self) -> Condition | None:
+        """What is true once the op has run; None when only running it can make it so (it is idempotent)."""
+        return None
+
+    def precondition(self) -> Condition | None:
+        return None
+
+    def summary(self) -> str:
+        return f"{self.kind} {table_name(self.table)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTable(Op):
+    kind: ClassVar[str] = "create_table"
+    columns: tuple[ColumnSpec, ...]
+    partitioned_by: tuple[str, ...] = ()
+    clustered_by: tuple[str, ...] = ()
+    comment: str | None = None
+    properties: tuple[tuple[str, str], ...] = ()
+
+    def postcondition(self) -> Condition:
+        return TableExists(self.table)
+
+    def summary(self) -> str:
+        return f"create table {table_name(self.table)} ({len(self.columns)} columns)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddColumn(Op):
+    kind: ClassVar[str] = "add_column"
+    column: ColumnSpec  # added nullable and without default: Delta's ADD COLUMNS allows nothing else
+
+    def postcondition(self) -> Condition:
+        return ColumnPresent(self.table, self.column.name)
+
+    def summary(self) -> str:
+        return f"add column {self.column.name} {self.column.type}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetColumnDefault(Op):
+    kind: ClassVar[str] = "set_column_default"
+    column: str
+    default: str
+
+    def postcondition(self) -> Condition:
+        return ColumnDefaultIs(self.table, self.column, self.default)
+
+    def summary(self) -> str:
+        return f"set default of {self.column} to {self.default}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropColumnDefault(Op):
+    kind: ClassVar[str] = "drop_column_default"
+    column: str
+
+    def postcondition(self) -> Condition:
+        return ColumnDefaultIs(self.table, self.column, None)
+
+    def summary(self) -> str:
+        return f"drop default of {self.column}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetColumnComment(Op):
+    kind: ClassVar[str] = "set_column_comment"
+    column: str
+    comment: str
+
+    def postcondition(self) -> Condition:
+        return ColumnCommentIs(self.table, self.column, self.comment)
+
+    def summary(self) -> str:
+        return f"comment on column {self.column}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetTableComment(Op):
+    kind: ClassVar[str] = "set_table_comment"
+    comment: str
+
+    def postcondition(self) -> Condition:
+        return TableCommentIs(self.table, self.comment)
+
+    def summary(self) -> str:
+        return "comment on table"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WidenType(Op):
+    kind: ClassVar[str] = "widen_type"
+    column: str
+    from_type: str
+    to_type: str
+
+    def postcondition(self) -> Condition:
+        return ColumnTypeIs(self.table, self.column, self.to_type)
+
+    def summary(self) -> str:
+        return f"widen {self.column} {self.from_type} -> {self.to_type}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetProperties(Op):
+    """Table properties, protocol features included (column mapping, type widening, column defaults)."""
+
+    kind: ClassVar[str] = "set_properties"
+    properties: tuple[tuple[str, str], ...]
+
+    def postcondition(self) -> Condition:
+        return PropertiesSet(self.table, self.properties)
+
+    def summary(self) -> str:
+        return "set " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MarkDeprecated(SetProperties):
+    """Records in TBLPROPERTIES which columns (or the whole table) are on their way out, and since when."""
+
+    kind: ClassVar[str] = "mark_deprecated"
+
+    @classmethod
+    def of(
+        cls, table: TableId, *, columns: tuple[str, ...] = (), whole_table: bool = False, since: str, reason: str
+    ) -> MarkDeprecated:
+        props: list[tuple[str, str]] = []
+        if columns:
+            props.append((DEPRECATED_COLUMNS, json.dumps(sorted(columns), ensure_ascii=False)))
+        if whole_table:
+            props.append((DEPRECATED_TABLE, "true"))
+        props.append((DEPRECATED_SINCE, since))
+        return cls(table=table, phase=Phase.CUTOVER, properties=tuple(props), reason=reason)
+
+    def summary(self) -> str:
+        return "mark deprecated: " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StampContract(SetProperties):
+    kind: ClassVar[str] = "stamp_contract"
+
+    def summary(self) -> str:
+        return "stamp " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetClustering(Op):
+    """Liquid clustering keys change in place (ALTER TABLE … CLUSTER BY); new writes use them."""
+
+    kind: ClassVar[str] = "set_clustering"
+    columns: tuple[str, ...]
+
+    def summary(self) -> str:
+        return f"cluster by {', '.join(self.columns)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AddCheck(Op):
+    """ADD CONSTRAINT … CHECK: scans the table, so it runs only once no row violates it (precondition)."""
+
+    kind: ClassVar[str] = "add_check"
+    name: str
+    expression: str
+
+    def postcondition(self) -> Condition:
+        return CheckIs(self.table, self.name, self.expression)
+
+    def precondition(self) -> Condition:
+        # Delta treats NULL as a violation, so the violating rows are those where the rule is not TRUE.
+        return NoRowsWhere(self.table, violation_predicate(self.expression))
+
+    def summary(self) -> str:
+        return f"add check {self.name}: {self.expression}"
+
+
+def violation_predicate(expression: str) -> str:
+    from delta_contracts.plan.expressions import not_true
+
+    return not_true(expression)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropCheck(Op):
+    kind: ClassVar[str] = "drop_check"
+    name: str
+
+    def postcondition(self) -> Condition:
+        return CheckAbsent(self.table, self.name)
+
+    def summary(self) -> str:
+        return f"drop check {self.name}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SetNotNull(Op):
+    """ALTER COLUMN SET NOT NULL, where the target has it (Databricks); elsewhere the planner adds a CHECK."""
+
+    kind: ClassVar[str] = "set_not_null"
+    column: str
+
+    def postcondition(self) -> Condition:
+        return ColumnNullable(self.table, self.column, False)
+
+    def precondition(self) -> Condition:
+        from delta_contracts.plan.expressions import is_null
+
+        return NoRowsWhere(self.table, is_null(self.column))
+
+    def summary(self) -> str:
+        return f"set {self.column} NOT NULL"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropNotNull(Op):
+    kind: ClassVar[str] = "drop_not_null"
+    column: str
+
+    def postcondition(self) -> Condition:
+        return ColumnNullable(self.table, self.column, True)
+
+    def summary(self) -> str:
+        return f"drop NOT NULL of {self.column}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backfill(Op):
+    """UPDATE … SET column = expression WHERE column IS NULL: resumable, and a no-op once complete."""
+
+    kind: ClassVar[str] = "backfill"
+    column: str
+    expression: str
+
+    def postcondition(self) -> Condition:
+        from delta_contracts.plan.expressions import backfill_pending
+
+        return NoRowsWhere(self.table, backfill_pending(self.column, self.expression))
+
+    def summary(self) -> str:
+        return f"backfill {self.column} = {self.expression}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CopyRows(Op):
+    """INSERT OVERWRITE target SELECT …: rerunnable, so a crashed copy is simply repeated."""
+
+    kind: ClassVar[str] = "copy_rows"
+    source: TableId
+    mapping: tuple[tuple[str, str], ...]  # (target column, SQL expression over the source)
+
+    def postcondition(self) -> Condition:
+        return RowCountAtLeast(self.table, self.source)
+
+    def precondition(self) -> Condition:
+        return AllOf((TableExists(self.source), TableExists(self.table)))
+
+    def summary(self) -> str:
+        return f"copy rows {table_name(self.source)} -> {table_name(self.table)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RenameTable(Op):
+    kind: ClassVar[str] = "rename_table"
+    new_name: TableId
+
+    def postcondition(self) -> Condition:
+        return AllOf((TableExists(self.new_name), TableAbsent(self.table)))
+
+    def summary(self) -> str:
+        return f"rename table {table_name(self.table)} -> {table_name(self.new_name)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateView(Op):
+    """The alias view (or a compatibility view). `table` is the view; `replace_existing` swaps it in place."""
+
+    kind: ClassVar[str] = "create_view"
+    source: TableId
+    columns: tuple[tuple[str, str], ...] = ()  # (view column, expression); empty: SELECT *
+    alter_existing: bool = False  # ALTER VIEW … AS keeps Unity Catalog grants (Databricks)
+
+    def postcondition(self) -> Condition:
+        from delta_contracts.plan.render import view_query_sql
+
+        return ViewDefined(self.table, view_query_sql(self))
+
+    def summary(self) -> str:
+        return f"view {table_name(self.table)} -> {table_name(self.source)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropColumns(Op):
+    kind: ClassVar[str] = "drop_columns"
+    destructive: ClassVar[bool] = True
+    columns: tuple[str, ...]
+    gate: Gate
+
+    def postcondition(self) -> Condition:
+        return AllOf(tuple(ColumnAbsent(self.table, c) for c in self.columns))
+
+    def summary(self) -> str:
+        return f"drop columns {', '.join(self.columns)}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropTable(Op):
+    kind: ClassVar[str] = "drop_table"
+    destructive: ClassVar[bool] = True
+    gate: Gate
+
+    def postcondition(self) -> Condition:
+        return TableAbsent(self.table)
+
+    def summary(self) -> str:
+        return f"drop table {table_name(self.table)}"
+
+
+OP_TYPES: tuple[type[Op], ...] = (
+    CreateTable,
+    AddColumn,
+    SetColumnDefault,
+    DropColumnDefault,
+    SetColumnComment,
+    SetTableComment,
+    WidenType,
+    SetProperties,
+    MarkDeprecated,
+    StampContract,
+    SetClustering,
+    AddCheck,
+    DropCheck,
+    SetNotNull,
+    DropNotNull,
+    Backfill,
+    CopyRows,
+    RenameTable,
+    CreateView,
+    DropColumns,
+    DropTable,
+)
+OPS_BY_KIND = {t.kind: t for t in OP_TYPES}
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """The ops that take one table from one contract version to the next, in phase order."""
+
+    table: TableId
+    from_version: str | None
+    to_version: str
+    strategy: str  # in_place | versioned
+    ops: tuple[Op, ...]
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    def phase(self, phase: Phase) -> tuple[Op, ...]:
+        return tuple(op for op in self.ops if op.phase is phase)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.ops

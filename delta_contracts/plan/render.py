@@ -1,0 +1,201 @@
+"""Ops → Spark SQL (Delta / Databricks) through sqlglot expression trees: one statement per op."""
+
+from __future__ import annotations
+
+from functools import singledispatch
+
+from sqlglot import exp
+
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.ops import (
+    AddCheck,
+    AddColumn,
+    Backfill,
+    ColumnSpec,
+    CopyRows,
+    CreateTable,
+    CreateView,
+    DropCheck,
+    DropColumnDefault,
+    DropColumns,
+    DropNotNull,
+    DropTable,
+    Op,
+    RenameTable,
+    SetClustering,
+    SetColumnComment,
+    SetColumnDefault,
+    SetNotNull,
+    SetProperties,
+    SetTableComment,
+    WidenType,
+)
+
+
+def render(op: Op) -> str:
+    """The one Spark SQL statement that performs `op`."""
+    # sqlglot flags `SET NOT NULL` as unsupported while generating it correctly (allow_null=False).
+    return x.sql(build(op), strict=not isinstance(op, SetNotNull))
+
+
+def _alter(op: Op, *actions: exp.Expression) -> exp.Alter:
+    return exp.Alter(this=x.table(op.table), kind="TABLE", actions=list(actions))
+
+
+def _properties(pairs: tuple[tuple[str, str], ...]) -> exp.Properties:
+    return exp.Properties(
+        expressions=[exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v)) for k, v in pairs]
+    )
+
+
+def column_def(spec: ColumnSpec, *, with_constraints: bool) -> exp.ColumnDef:
+    constraints: list[exp.ColumnConstraint] = []
+    if with_constraints and not spec.nullable:
+        constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
+    if with_constraints and spec.default is not None:
+        constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=x.parse(spec.default))))
+    if spec.comment is not None:
+        constraints.append(
+            exp.ColumnConstraint(kind=exp.CommentColumnConstraint(this=exp.Literal.string(spec.comment)))
+        )
+    return exp.ColumnDef(this=x.ident(spec.name), kind=x.data_type(spec.type), constraints=constraints)
+
+
+@singledispatch
+def build(op: Op) -> exp.Expression:
+    raise TypeError(f"no SQL rendering for {type(op).__name__}")
+
+
+@build.register
+def _(op: CreateTable) -> exp.Expression:
+    props: list[exp.Expression] = [exp.FileFormatProperty(this=exp.Var(this="DELTA"))]
+    if op.partitioned_by:
+        props.append(exp.PartitionedByProperty(this=exp.Schema(expressions=[x.ident(c) for c in op.partitioned_by])))
+    if op.clustered_by:
+        props.append(exp.ClusterProperty(expressions=[x.column(c) for c in op.clustered_by]))
+    if op.comment is not None:
+        props.append(exp.SchemaCommentProperty(this=exp.Literal.string(op.comment)))
+    if op.properties:
+        props.extend(_properties(op.properties).expressions)
+    schema = exp.Schema(
+        this=x.table(op.table), expressions=[column_def(c, with_constraints=True) for c in op.columns]
+    )
+    return exp.Create(this=schema, kind="TABLE", exists=True, properties=exp.Properties(expressions=props))
+
+
+@build.register
+def _(op: AddColumn) -> exp.Expression:
+    spec = ColumnSpec(op.column.name, op.column.type, True, op.column.comment, None)
+    return _alter(op, exp.Schema(expressions=[column_def(spec, with_constraints=False)]))
+
+
+@build.register
+def _(op: SetColumnDefault) -> exp.Expression:
+    return _alter(op, exp.AlterColumn(this=x.ident(op.column), default=x.parse(op.default)))
+
+
+@build.register
+def _(op: DropColumnDefault) -> exp.Expression:
+    return _alter(op, exp.AlterColumn(this=x.ident(op.column), drop=True))
+
+
+@build.register
+def _(op: SetColumnComment) -> exp.Expression:
+    return _alter(op, exp.AlterColumn(this=x.ident(op.column), comment=exp.Literal.string(op.comment)))
+
+
+@build.register
+def _(op: SetTableComment) -> exp.Expression:
+    return exp.Comment(this=x.table(op.table), kind="TABLE", expression=exp.Literal.string(op.comment))
+
+
+@build.register
+def _(op: WidenType) -> exp.Expression:
+    return _alter(op, exp.AlterColumn(this=x.ident(op.column), dtype=x.data_type(op.to_type)))
+
+
+@build.register
+def _(op: SetProperties) -> exp.Expression:
+    return _alter(op, exp.AlterSet(expressions=[_properties(op.properties)]))
+
+
+@build.register
+def _(op: SetClustering) -> exp.Expression:
+    return _alter(op, exp.ClusterProperty(expressions=[x.column(c) for c in op.columns]))
+
+
+@build.register
+def _(op: AddCheck) -> exp.Expression:
+    check = exp.CheckColumnConstraint(this=x.parse(op.expression), enforced=False)
+    return _alter(op, exp.AddConstraint(expressions=[exp.Constraint(this=x.ident(op.name), expressions=[check])]))
+
+
+@build.register
+def _(op: DropCheck) -> exp.Expression:
+    return _alter(op, exp.Drop(tables=[exp.Table(this=x.ident(op.name))], kind="CONSTRAINT", exists=True))
+
+
+@build.register
+def _(op: SetNotNull) -> exp.Expression:
+    return _alter(op, exp.AlterColumn(this=x.ident(op.column), allow_null=False))
+
+
+@build.register
+def _(op: DropNotNull) -> exp.Expression:
+    return _alter(op, exp.AlterColumn(this=x.ident(op.column), drop=True, allow_null=True))
+
+
+@build.register
+def _(op: Backfill) -> exp.Expression:
+    return exp.Update(
+        this=x.table(op.table),
+        expressions=[exp.EQ(this=x.column(op.column), expression=x.parse(op.expression))],
+        where=exp.Where(this=exp.Is(this=x.column(op.column), expression=exp.Null())),
+    )
+
+
+def copy_select(op: CopyRows) -> exp.Select:
+    return exp.Select(
+        expressions=[exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.mapping]
+    ).from_(x.table(op.source))
+
+
+@build.register
+def _(op: CopyRows) -> exp.Expression:
+    target = exp.Schema(this=x.table(op.table), expressions=[x.ident(name) for name, _ in op.mapping])
+    return exp.Insert(this=target, expression=copy_select(op), overwrite=True)
+
+
+@build.register
+def _(op: RenameTable) -> exp.Expression:
+    return _alter(op, exp.AlterRename(this=x.table(op.new_name)))
+
+
+def view_query(op: CreateView) -> exp.Select:
+    if not op.columns:
+        return exp.Select(expressions=[exp.Star()]).from_(x.table(op.source))
+    return exp.Select(
+        expressions=[exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.columns]
+    ).from_(x.table(op.source))
+
+
+def view_query_sql(op: CreateView) -> str:
+    return x.sql(view_query(op))
+
+
+@build.register
+def _(op: CreateView) -> exp.Expression:
+    if op.alter_existing:
+        return exp.Alter(this=x.table(op.table), kind="VIEW", actions=[view_query(op)])
+    return exp.Create(this=x.table(op.table), kind="VIEW", replace=True, expression=view_query(op))
+
+
+@build.register
+def _(op: DropColumns) -> exp.Expression:
+    columns = exp.Schema(expressions=[x.ident(c) for c in op.columns])
+    return _alter(op, exp.Drop(tables=[columns], kind="COLUMNS"))
+
+
+@build.register
+def _(op: DropTable) -> exp.Expression:
+    return exp.Drop(tables=[x.table(op.table)], kind="TABLE", exists=True)

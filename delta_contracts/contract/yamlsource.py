@@ -108,7 +108,10 @@ class _Builder:
 
 def read_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
     """Parse one YAML document into plain data and its source map; raise ContractError when unreadable."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise ContractError([_reader_problem(text, file, exc)]) from None
     try:
         try:
             node = loader.get_single_node()
@@ -117,8 +120,11 @@ def read_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
             loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file, 1, 1)
             problem = exc.problem or exc.context or "invalid YAML"
             raise ContractError([Problem(loc, "", f"YAML syntax error: {problem}", "DC-YAML")]) from None
+        except yaml.reader.ReaderError as exc:
+            raise ContractError([_reader_problem(text, file, exc)]) from None
         except yaml.YAMLError as exc:
-            raise ContractError([Problem(Location(file, 1, 1), "", f"YAML error: {exc}", "DC-YAML")]) from None
+            message = str(exc).splitlines()[0]
+            raise ContractError([Problem(Location(file, 1, 1), "", f"YAML error: {message}", "DC-YAML")]) from None
         if node is None:
             raise ContractError([Problem(Location(file, 1, 1), "", "the file is empty", "DC-YAML")])
         builder = _Builder(file, loader)
@@ -131,3 +137,15 @@ def read_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
         return data, builder.source
     finally:
         loader.dispose()
+
+
+def _reader_problem(text: str, file: str, exc: yaml.reader.ReaderError) -> Problem:
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    column = exc.position - (before.rfind("\n") + 1) + 1
+    return Problem(
+        Location(file, line, column),
+        "",
+        f"unreadable character U+{exc.character:04X}: YAML allows no control characters",
+        "DC-YAML",
+    )

@@ -254,9 +254,10 @@ def _plan_in_place(old: Contract, new: Contract, target: Target, state: TableSta
         _added_column(b, t, column, target, enable)
 
     for before, after in pairing.renamed:
-        b.add(AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}"))
         if after.default is not None:
             enable(COLUMN_DEFAULTS, "column defaults")
+        b.add(AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}"))
+        if after.default is not None:
             b.add(SetColumnDefault(table=t, phase=Phase.EXPAND, column=after.name, default=column_spec(after).default or "", reason="default"))
         source = x.column(before.name)
         value = source if parse_type(before.type) == parse_type(after.type) else x.cast(source, canonical(after.type))
@@ -343,9 +344,10 @@ def _kept_column(b: _Builder, t: TableId, before: Column, after: Column, target:
 def _added_column(b: _Builder, t: TableId, column: Column, target: Target, enable: object) -> None:
     assert callable(enable)
     spec = column_spec(column)
-    b.add(AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column"))
     if spec.default is not None:
         enable(COLUMN_DEFAULTS, "column defaults")
+    b.add(AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column"))
+    if spec.default is not None:
         b.warn(f"{table_name(t)}: column defaults need the allowColumnDefaults feature (irreversible protocol upgrade)")
         b.add(SetColumnDefault(table=t, phase=Phase.EXPAND, column=column.name, default=spec.default, reason="default"))
     if not column.nullable:

@@ -1,0 +1,111 @@
+"""Contract pairs, one per planning recipe of DESIGN.md, built from a small base contract."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from delta_contracts.contract.model import Contract
+
+BASE: dict[str, Any] = {
+    "apiVersion": "delta-contracts/v1",
+    "id": "payments.transactions",
+    "version": "2.4.0",
+    "owner": {"team": "payments"},
+    "description": "One row per payment attempt.",
+    "table": {"partitioned_by": ["txn_date"]},
+    "columns": [
+        {"name": "txn_id", "type": "string", "nullable": False, "description": "Gateway id."},
+        {"name": "txn_amt_paise", "type": "bigint", "nullable": False, "checks": {"min": 1}},
+        {"name": "attempts", "type": "int", "checks": {"min": 0, "max": 10}},
+        {"name": "status", "type": "string", "checks": {"enum": ["OK", "FAILED"]}},
+        {"name": "legacy_channel", "type": "string"},
+        {"name": "txn_date", "type": "date", "nullable": False},
+    ],
+    "constraints": [{"name": "amount_positive_when_ok", "expression": "status <> 'OK' OR txn_amt_paise > 0"}],
+}
+
+Mutation = Callable[[dict[str, Any]], None]
+
+
+def _column(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in doc["columns"] if c["name"] == name)
+
+
+def _add(column: dict[str, Any]) -> Mutation:
+    return lambda d: d["columns"].insert(-1, column)
+
+
+def _set(name: str, **values: Any) -> Mutation:
+    return lambda d: _column(d, name).update(values)
+
+
+def _drop(name: str) -> Mutation:
+    return lambda d: d["columns"].remove(_column(d, name))
+
+
+def _rename(d: dict[str, Any]) -> None:
+    col = _column(d, "txn_amt_paise")
+    col.update(name="amount_paise", renamed_from="txn_amt_paise", description="Amount in paise.")
+    d["constraints"][0]["expression"] = "status <> 'OK' OR amount_paise > 0"
+
+
+def _checks(name: str, checks: dict[str, Any]) -> Mutation:
+    return lambda d: _column(d, name).__setitem__("checks", checks)
+
+
+RECIPES: dict[str, tuple[str, Mutation]] = {
+    # name: (bump, mutation)
+    "add_nullable_column": ("minor", _add({"name": "note", "type": "string", "description": "Free text."})),
+    "add_not_null_with_default": (
+        "minor",
+        _add({"name": "channel", "type": "string", "nullable": False, "default": "web"}),
+    ),
+    "add_not_null_without_default": ("major", _add({"name": "region", "type": "string", "nullable": False})),
+    "rename_column": ("major", _rename),
+    "drop_column": ("major", _drop("legacy_channel")),
+    "widen_type": ("minor", _set("attempts", type="bigint")),
+    "widen_small_type": ("minor", _set("attempts", type="int")),  # from smallint, see PREPARE
+    "narrow_type": ("major", _set("txn_amt_paise", type="int")),
+    "tighten_check": ("major", _checks("attempts", {"min": 1, "max": 10})),
+    "loosen_check": ("minor", _checks("attempts", {"min": 0})),
+    "add_enum_value": ("minor", _checks("status", {"enum": ["OK", "FAILED", "PENDING"]})),
+    "remove_enum_value": ("major", _checks("status", {"enum": ["OK"]})),
+    "make_not_null": ("major", _set("status", nullable=False)),
+    "make_nullable": ("major", _set("txn_id", nullable=True)),
+    "change_partitioning": ("major", lambda d: d["table"].__setitem__("partitioned_by", [])),
+    "set_property": ("minor", lambda d: d["table"].__setitem__("properties", {"delta.enableChangeDataFeed": "true"})),
+    "change_comment": ("patch", _set("txn_id", description="Gateway transaction id.")),
+    "change_default": ("minor", _set("status", default="OK")),
+}
+# What the old contract looks like before the mutation, where the base does not fit the recipe:
+# smallint -> int widens on Delta 3 too, unlike int -> bigint.
+PREPARE: dict[str, Mutation] = {"widen_small_type": _set("attempts", type="smallint")}
+
+
+def bump(version: str, level: str) -> str:
+    major, minor, patch = (int(p) for p in version.split("."))
+    if level == "major":
+        return f"{major + 1}.0.0"
+    if level == "minor":
+        return f"{major}.{minor + 1}.0"
+    return f"{major}.{minor}.{patch + 1}"
+
+
+def pair(recipe: str, versioning: str = "in_place") -> tuple[Contract, Contract]:
+    level, mutate = RECIPES[recipe]
+    old = copy.deepcopy(BASE)
+    old["table"]["versioning"] = versioning
+    if recipe in PREPARE:
+        PREPARE[recipe](old)
+    new = copy.deepcopy(old)
+    mutate(new)
+    new["version"] = bump(old["version"], level)
+    return Contract.model_validate(old), Contract.model_validate(new)
+
+
+def base_contract(versioning: str = "in_place") -> Contract:
+    doc = copy.deepcopy(BASE)
+    doc["table"]["versioning"] = versioning
+    return Contract.model_validate(doc)

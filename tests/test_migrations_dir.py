@@ -1,0 +1,115 @@
+"""`plan` writes migration files once, byte-identically, and `plan --check` catches what is missing or edited."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_contracts.cli import app
+from delta_contracts.plan.migrations import IntegrityError, load_history, verify
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(REPO / "contracts", tmp_path / "contracts")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_plan_writes_then_is_idempotent(project: Path) -> None:
+    code, out = run("plan", "--check")
+    assert code == 1 and "missing" in out
+    code, out = run("plan")
+    assert code == 0, out
+    migrations = project / "migrations"
+    first = snapshot(migrations)
+    assert "sales.orders/0001_create_1.0.0.sql" in first
+    assert "sales.orders/migrations.sum" in first
+    code, out = run("plan")
+    assert code == 0 and "up to date" in out
+    assert snapshot(migrations) == first
+    code, _ = run("plan", "--check")
+    assert code == 0
+
+
+def test_check_catches_contract_edited_without_migration(project: Path) -> None:
+    assert run("plan")[0] == 0
+    path = project / "contracts/sales/orders.yaml"
+    text = path.read_text().replace("version: 1.0.0", "version: 1.1.0")
+    text = text.replace("columns:\n", "columns:\n  - name: note\n    type: string\n", 1)
+    path.write_text(text)
+    code, out = run("plan", "--check")
+    assert code == 1
+    assert "sales.orders" in out and "0002_1.0.0_to_1.1.0" in out
+    assert run("plan")[0] == 0
+    sql = (project / "migrations/sales.orders/0002_1.0.0_to_1.1.0.sql").read_text()
+    assert "ADD COLUMNS (`note` STRING)" in sql
+    assert run("plan", "--check")[0] == 0
+
+
+def test_check_catches_hand_edited_migration(project: Path) -> None:
+    assert run("plan")[0] == 0
+    sql = project / "migrations/sales.orders/0001_create_1.0.0.sql"
+    sql.write_text(sql.read_text().replace("CREATE TABLE IF NOT EXISTS", "CREATE TABLE"))
+    code, out = run("plan", "--check")
+    assert code == 1
+    assert "0001_create_1.0.0.sql" in out and "checksum" in out
+    with pytest.raises(IntegrityError) as caught:
+        verify(sql.parent)
+    assert caught.value.path == sql
+
+
+def test_check_catches_added_and_removed_files(project: Path) -> None:
+    assert run("plan")[0] == 0
+    folder = project / "migrations/sales.orders"
+    (folder / "0002_sneaky.sql").write_text("DROP TABLE x;\n")
+    with pytest.raises(IntegrityError, match="not recorded"):
+        verify(folder)
+    (folder / "0002_sneaky.sql").unlink()
+    (folder / "0001_create_1.0.0.json").unlink()
+    with pytest.raises(IntegrityError, match="missing"):
+        verify(folder)
+
+
+def test_changed_contract_without_version_bump_is_refused(project: Path) -> None:
+    assert run("plan")[0] == 0
+    path = project / "contracts/sales/orders.yaml"
+    path.write_text(path.read_text().replace("columns:\n", "columns:\n  - name: note\n    type: string\n", 1))
+    code, out = run("plan")
+    assert code == 1
+    assert "is not above the last planned 1.0.0" in out
+
+
+def test_json_half_round_trips_the_migration(project: Path) -> None:
+    assert run("plan")[0] == 0
+    (stored,) = load_history(project / "migrations/payments.transactions")
+    data = json.loads(stored.json_path.read_text())
+    assert data["contract"]["id"] == "payments.transactions"
+    assert stored.migration.ops[0].kind == "create_table"
+    from delta_contracts.plan.migrations import next_migration
+
+    assert next_migration([stored], stored.contract, stored.target) is None
+
+
+def test_invalid_contract_stops_plan_with_exit_2(project: Path) -> None:
+    path = project / "contracts/sales/orders.yaml"
+    path.write_text(path.read_text().replace("type: bigint", "type: bigint2", 1))
+    code, out = run("plan")
+    assert code == 2
+    assert "orders.yaml" in out and "invalid type" in out

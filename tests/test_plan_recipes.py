@@ -1,0 +1,309 @@
+"""What each recipe of DESIGN.md plans: the ops, their phases, and the target differences."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_contracts.plan.ops import (
+    AddCheck,
+    AddColumn,
+    Backfill,
+    CopyRows,
+    CreateTable,
+    CreateView,
+    DropCheck,
+    DropColumns,
+    DropNotNull,
+    DropTable,
+    MarkDeprecated,
+    Op,
+    Phase,
+    RenameTable,
+    SetColumnComment,
+    SetColumnDefault,
+    SetNotNull,
+    SetProperties,
+    StampContract,
+    WidenType,
+)
+from delta_contracts.plan.planner import PlanError, plan
+from delta_contracts.plan.render import render
+from delta_contracts.target import Target
+from tests.recipes import base_contract, pair
+
+T = ("payments", "transactions")
+
+
+def ops_of(recipe: str, target: Target = Target.DELTA_4, versioning: str = "in_place") -> list[Op]:
+    old, new = pair(recipe, versioning)
+    migration, _ = plan(old, new, target)
+    return list(migration.ops)
+
+
+def kinds(ops: list[Op], phase: Phase) -> list[str]:
+    return [op.kind for op in ops if op.phase is phase]
+
+
+def test_create_in_place_makes_table_checks_and_stamp() -> None:
+    migration, state = plan(None, base_contract(), Target.DELTA_4)
+    assert state.physical == T
+    assert isinstance(migration.ops[0], CreateTable)
+    names = [op.name for op in migration.ops if isinstance(op, AddCheck)]
+    assert names == [
+        "txn_amt_paise_min",
+        "attempts_min",
+        "attempts_max",
+        "status_enum",
+        "amount_positive_when_ok",
+    ]
+    assert isinstance(migration.ops[-1], StampContract)
+    create_sql = render(migration.ops[0])
+    assert "`txn_id` STRING NOT NULL COMMENT 'Gateway id.'" in create_sql
+    assert "PARTITIONED BY (`txn_date`)" in create_sql
+
+
+def test_create_versioned_makes_vN_table_behind_view() -> None:
+    migration, state = plan(None, base_contract("versioned"), Target.DELTA_4)
+    assert state.physical == ("payments", "transactions__v2")
+    views = [op for op in migration.ops if isinstance(op, CreateView)]
+    assert [(v.table, v.source) for v in views] == [(T, ("payments", "transactions__v2"))]
+
+
+def test_null_safe_checks_on_nullable_columns_only() -> None:
+    migration, _ = plan(None, base_contract(), Target.DELTA_4)
+    exprs = {op.name: op.expression for op in migration.ops if isinstance(op, AddCheck)}
+    assert exprs["attempts_min"] == "`attempts` IS NULL OR `attempts` >= 0"
+    assert exprs["txn_amt_paise_min"] == "`txn_amt_paise` >= 1"
+
+
+def test_add_nullable_column_is_one_expand_op() -> None:
+    ops = ops_of("add_nullable_column")
+    assert kinds(ops, Phase.EXPAND) == ["add_column"]
+    assert kinds(ops, Phase.POPULATE) == []
+    assert kinds(ops, Phase.CONTRACT) == []
+    assert render(ops[0]) == (
+        "ALTER TABLE `payments`.`transactions` ADD COLUMNS (`note` STRING COMMENT 'Free text.')"
+    )
+
+
+@pytest.mark.parametrize(
+    ("target", "tighten"),
+    [(Target.DELTA_3, "add_check"), (Target.DELTA_4, "add_check"), (Target.DATABRICKS, "set_not_null")],
+)
+def test_add_not_null_with_default(target: Target, tighten: str) -> None:
+    ops = ops_of("add_not_null_with_default", target)
+    assert kinds(ops, Phase.EXPAND) == ["set_properties", "add_column", "set_column_default"]
+    features = next(op for op in ops if isinstance(op, SetProperties))
+    assert ("delta.feature.allowColumnDefaults", "supported") in features.properties
+    (fill,) = [op for op in ops if isinstance(op, Backfill)]
+    assert fill.phase is Phase.POPULATE and fill.expression == "'web'"
+    assert kinds(ops, Phase.CUTOVER) == [tighten, "stamp_contract"]
+    if tighten == "add_check":
+        check = next(op for op in ops if isinstance(op, AddCheck))
+        assert check.name == "channel_not_null" and check.expression == "NOT `channel` IS NULL"
+
+
+def test_add_not_null_without_default_warns_and_prechecks() -> None:
+    old, new = pair("add_not_null_without_default")
+    migration, _ = plan(old, new, Target.DELTA_4)
+    assert any("without a default" in w for w in migration.warnings)
+    check = next(op for op in migration.ops if isinstance(op, AddCheck))
+    assert check.precondition().predicate == "NOT COALESCE((NOT `region` IS NULL), FALSE)"  # type: ignore[union-attr]
+
+
+def test_rename_is_add_populate_deprecate_drop() -> None:
+    ops = ops_of("rename_column")
+    expand = [op for op in ops if op.phase is Phase.EXPAND]
+    assert isinstance(expand[0], SetProperties)
+    assert ("delta.columnMapping.mode", "name") in expand[0].properties
+    # the table constraint reading the old column is dropped before and re-added rewritten after
+    assert any(isinstance(op, DropCheck) and op.name == "amount_positive_when_ok" for op in expand)
+    assert any(isinstance(op, AddColumn) and op.column.name == "amount_paise" for op in expand)
+    fills = [op for op in ops if isinstance(op, Backfill)]
+    assert [f.phase for f in fills] == [Phase.POPULATE, Phase.CUTOVER]
+    assert fills[0].expression == "`txn_amt_paise`"
+    cutover = [op for op in ops if op.phase is Phase.CUTOVER]
+    readded = {op.name: op.expression for op in cutover if isinstance(op, AddCheck)}
+    assert readded["amount_positive_when_ok"] == "`status` <> 'OK' OR `amount_paise` > 0"
+    assert readded["amount_paise_not_null"] == "NOT `amount_paise` IS NULL"
+    assert readded["amount_paise_min"] == "`amount_paise` >= 1"
+    mark = next(op for op in cutover if isinstance(op, MarkDeprecated))
+    assert dict(mark.properties)["delta_contracts.deprecated.columns"] == '["txn_amt_paise"]'
+    contract = [op for op in ops if op.phase is Phase.CONTRACT]
+    assert [op.kind for op in contract] == ["drop_check", "drop_check", "drop_columns"]
+    drop = contract[-1]
+    assert isinstance(drop, DropColumns) and drop.columns == ("txn_amt_paise",)
+    assert drop.gate.objects == ("payments.transactions.txn_amt_paise",)
+    assert drop.gate.deprecation_window == "P30D"
+
+
+def test_drop_only_in_contract_phase_with_gate() -> None:
+    ops = ops_of("drop_column")
+    destructive = [op for op in ops if op.destructive]
+    assert destructive and all(op.phase is Phase.CONTRACT for op in destructive)
+    assert any(isinstance(op, MarkDeprecated) and op.phase is Phase.CUTOVER for op in ops)
+
+
+@pytest.mark.parametrize("target", list(Target))
+def test_destructive_ops_never_outside_contract_phase(target: Target) -> None:
+    from tests.recipes import RECIPES
+
+    for recipe in RECIPES:
+        for versioning in ("in_place", "versioned"):
+            old, new = pair(recipe, versioning)
+            try:
+                migration, _ = plan(old, new, target)
+            except PlanError:
+                continue
+            for op in migration.ops:
+                if op.destructive:
+                    assert op.phase is Phase.CONTRACT, (recipe, op)
+                    assert isinstance(op, DropColumns | DropTable)
+
+
+def test_widen_in_place_on_delta4_but_versioned_on_delta3() -> None:
+    old, new = pair("widen_type")
+    m4, _ = plan(old, new, Target.DELTA_4)
+    assert m4.strategy == "in_place"
+    widen = next(op for op in m4.ops if isinstance(op, WidenType))
+    assert render(widen) == "ALTER TABLE `payments`.`transactions` ALTER COLUMN `attempts` TYPE BIGINT"
+    # the CHECKs reading the column are dropped first and re-added after
+    dropped = [op.name for op in m4.ops if isinstance(op, DropCheck) and op.phase is Phase.EXPAND]
+    assert dropped == ["attempts_min", "attempts_max"]
+    with pytest.raises(PlanError, match="not a type widening Delta 3.x allows"):
+        plan(old, new, Target.DELTA_3)
+
+
+def test_small_widening_in_place_everywhere() -> None:
+    old, new = pair("widen_small_type")
+    for target in Target:
+        migration, _ = plan(old, new, target)
+        assert migration.strategy == "in_place"
+
+
+def test_narrowing_switches_to_versioned_and_says_why() -> None:
+    old, new = pair("narrow_type")
+    migration, state = plan(old, new, Target.DELTA_4)
+    assert migration.strategy == "versioned"
+    assert state.physical == ("payments", "transactions__v3")
+    assert any("not a type widening" in n for n in migration.notes)
+    copy = next(op for op in migration.ops if isinstance(op, CopyRows) and op.phase is Phase.POPULATE)
+    assert ("txn_amt_paise", "CAST(`txn_amt_paise` AS INT)") in copy.mapping
+    rename = next(op for op in migration.ops if isinstance(op, RenameTable))
+    assert rename.new_name == ("payments", "transactions__v2")
+    drop = next(op for op in migration.ops if isinstance(op, DropTable))
+    assert drop.table == ("payments", "transactions__v2") and drop.phase is Phase.CONTRACT
+    compat = [op for op in migration.ops if isinstance(op, CreateView) and op.phase is Phase.CONTRACT]
+    assert compat and ("txn_amt_paise", "CAST(`txn_amt_paise` AS BIGINT)") in compat[0].columns
+
+
+def test_versioned_contract_alters_view_on_databricks() -> None:
+    old, new = pair("narrow_type", "versioned")
+    dbx, _ = plan(old, new, Target.DATABRICKS)
+    oss, _ = plan(old, new, Target.DELTA_4)
+    swap_dbx = next(op for op in dbx.ops if isinstance(op, CreateView) and op.phase is Phase.CUTOVER)
+    swap_oss = next(op for op in oss.ops if isinstance(op, CreateView) and op.phase is Phase.CUTOVER)
+    assert render(swap_dbx).startswith("ALTER VIEW `payments`.`transactions` AS SELECT")
+    assert render(swap_oss).startswith("CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT")
+    assert not any(isinstance(op, RenameTable) for op in dbx.ops)  # it already was versioned
+
+
+def test_versioned_change_needs_major_bump() -> None:
+    old, new = pair("change_partitioning")
+    bad = new.model_copy(update={"version": "2.5.0"})
+    with pytest.raises(PlanError, match="needs a major version bump"):
+        plan(old, bad, Target.DELTA_4)
+
+
+def test_removed_column_leaves_no_compat_view() -> None:
+    old, new = pair("drop_column", "versioned")
+    migration, _ = plan(old, new, Target.DELTA_4)  # versioned + major bump: a new table
+    assert migration.strategy == "versioned"
+    assert not [op for op in migration.ops if isinstance(op, CreateView) and op.phase is Phase.CONTRACT]
+
+
+@pytest.mark.parametrize(
+    ("target", "kinds_expected"),
+    [
+        # The enum rule loses its `IS NULL OR` guard once the column is NOT NULL, so it is swapped too.
+        (Target.DELTA_4, ["drop_check", "add_check", "add_check", "stamp_contract"]),
+        (Target.DATABRICKS, ["drop_check", "set_not_null", "add_check", "stamp_contract"]),
+    ],
+)
+def test_make_not_null(target: Target, kinds_expected: list[str]) -> None:
+    ops = ops_of("make_not_null", target)
+    assert kinds(ops, Phase.CUTOVER) == kinds_expected
+    tighten = next(op for op in ops if op.phase is Phase.CUTOVER and op.kind == kinds_expected[1])
+    assert "`status` IS NULL" in tighten.precondition().predicate  # type: ignore[union-attr]
+    enum = [op for op in ops if isinstance(op, AddCheck) and op.name == "status_enum"]
+    assert enum[0].expression == "`status` IN ('OK', 'FAILED')"
+
+
+def test_make_nullable_drops_both_forms_of_not_null() -> None:
+    ops = ops_of("make_nullable")
+    expand = [op for op in ops if op.phase is Phase.EXPAND]
+    assert any(isinstance(op, DropCheck) and op.name == "txn_id_not_null" for op in expand)
+    assert any(isinstance(op, DropNotNull) and op.column == "txn_id" for op in expand)
+
+
+def test_tighten_check_swaps_rule_in_cutover() -> None:
+    ops = ops_of("tighten_check")
+    cutover = [op for op in ops if op.phase is Phase.CUTOVER]
+    assert [op.kind for op in cutover] == ["drop_check", "add_check", "stamp_contract"]
+    assert cutover[1].expression == "`attempts` IS NULL OR `attempts` >= 1"  # type: ignore[attr-defined]
+
+
+def test_loosen_check_drops_rule_in_expand() -> None:
+    ops = ops_of("loosen_check")
+    assert [(op.kind, op.name) for op in ops if isinstance(op, DropCheck)] == [("drop_check", "attempts_max")]
+    assert ops[0].phase is Phase.EXPAND
+
+
+def test_enum_value_added_rewrites_the_rule() -> None:
+    ops = ops_of("add_enum_value")
+    added = next(op for op in ops if isinstance(op, AddCheck))
+    assert added.expression == "`status` IS NULL OR `status` IN ('OK', 'FAILED', 'PENDING')"
+
+
+def test_comment_change_is_metadata_only() -> None:
+    ops = ops_of("change_comment")
+    assert [op.kind for op in ops] == ["set_column_comment", "stamp_contract"]
+    assert isinstance(ops[0], SetColumnComment)
+
+
+def test_default_change_enables_feature_then_sets_default() -> None:
+    ops = ops_of("change_default")
+    assert [op.kind for op in ops] == ["set_properties", "set_column_default", "stamp_contract"]
+    assert isinstance(ops[1], SetColumnDefault) and ops[1].default == "'OK'"
+
+
+def test_every_migration_ends_with_a_stamp_before_contract() -> None:
+    from tests.recipes import RECIPES
+
+    for recipe in RECIPES:
+        old, new = pair(recipe)
+        try:
+            migration, _ = plan(old, new, Target.DELTA_4)
+        except PlanError:
+            continue
+        cutover = migration.phase(Phase.CUTOVER)
+        assert isinstance(cutover[-1], StampContract), recipe
+        assert dict(cutover[-1].properties)["delta_contracts.version"] == new.version
+
+
+def test_planning_is_deterministic() -> None:
+    from tests.recipes import RECIPES
+
+    for recipe in RECIPES:
+        old, new = pair(recipe)
+        try:
+            first = plan(old, new, Target.DELTA_4)
+        except PlanError:
+            continue
+        assert plan(old, new, Target.DELTA_4) == first
+
+
+def test_set_not_null_only_where_supported() -> None:
+    for target in (Target.DELTA_3, Target.DELTA_4):
+        for recipe in ("make_not_null", "add_not_null_with_default", "rename_column"):
+            assert not any(isinstance(op, SetNotNull) for op in ops_of(recipe, target))

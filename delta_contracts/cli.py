@@ -37,9 +37,9 @@ app.command(name="plan")(plan_command)
 @app.command()
 def lint(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.TEXT) -> None:
     """Check contracts: schema, types, checks, names. Exit 0 clean, 1 findings, 2 unreadable input."""
-    from delta_contracts.contract.errors import ContractError
+    from delta_contracts.contract.errors import ContractError, Problem
     from delta_contracts.contract.lint import lint_many
-    from delta_contracts.contract.load import contract_files, load_contract
+    from delta_contracts.contract.load import LoadedContract, contract_files, load_contract
 
     roots = default_paths(paths)
     missing = [p for p in roots if not p.exists()]
@@ -47,7 +47,8 @@ def lint(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.TEXT) -> 
         print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     files = contract_files(roots)
-    loaded, unreadable = [], []
+    loaded: list[LoadedContract] = []
+    unreadable: list[Problem] = []
     for file in files:
         try:
             loaded.append(load_contract(file))

@@ -25,7 +25,8 @@ class OutputFormat(StrEnum):
 
 FormatOption = Annotated[OutputFormat, typer.Option("--format", "-f", help="text, json or markdown.")]
 PathsArgument = Annotated[
-    list[Path] | None, typer.Argument(help="Contract files or folders (default: contracts/).", show_default=False)
+    list[Path] | None,
+    typer.Argument(help="Contract files or folders (default: contracts/).", show_default=False),
 ]
 
 

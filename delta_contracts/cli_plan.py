@@ -9,19 +9,29 @@ from typing import Annotated
 
 import typer
 
-from delta_contracts.cli_common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, FormatOption, OutputFormat, PathsArgument
+from delta_contracts.cli_common import (
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    EXIT_OK,
+    FormatOption,
+    OutputFormat,
+    PathsArgument,
+)
 
 
 def plan_command(
     paths: PathsArgument = None,
     check: Annotated[
-        bool, typer.Option("--check", help="Write nothing; exit 1 if a migration is missing, stale or tampered.")
+        bool,
+        typer.Option("--check", help="Write nothing; exit 1 if a migration is missing, stale or tampered."),
     ] = False,
     target: Annotated[
-        str | None, typer.Option(help="delta-3, delta-4 or databricks (default: contracts.yml, else delta-4).")
+        str | None,
+        typer.Option(help="delta-3, delta-4 or databricks (default: contracts.yml, else delta-4)."),
     ] = None,
     migrations: Annotated[
-        Path | None, typer.Option(help="Migrations folder (default: contracts.yml `migrations`, else migrations/).")
+        Path | None,
+        typer.Option(help="Migrations folder (default: contracts.yml `migrations`, else migrations/)."),
     ] = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
@@ -51,7 +61,11 @@ def plan_command(
     for item in loaded.contracts:
         contract = item.contract
         folder = table_folder(root, contract.id)
-        entry: dict[str, object] = {"contract": contract.id, "version": contract.version, "file": str(item.path)}
+        entry: dict[str, object] = {
+            "contract": contract.id,
+            "version": contract.version,
+            "file": str(item.path),
+        }
         results.append(entry)
         try:
             verify(folder)
@@ -83,7 +97,9 @@ def plan_command(
             failed = True
             continue
         written = write_migration(folder, planned)
-        entry.update(status="written", files=[str(p) for p in written], warnings=list(planned.migration.warnings))
+        entry.update(
+            status="written", files=[str(p) for p in written], warnings=list(planned.migration.warnings)
+        )
     _print(results, fmt)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
@@ -111,5 +127,6 @@ def _print(results: list[dict[str, object]], fmt: OutputFormat) -> None:
         print(line)
         if r.get("message"):
             print(f"  {r['message']}", file=sys.stderr if r["status"] != "missing" else sys.stdout)
-        for warning in r.get("warnings", []) or []:  # type: ignore[union-attr]
+        warnings = r.get("warnings")
+        for warning in warnings if isinstance(warnings, list) else []:
             print(f"  warning: {warning}")

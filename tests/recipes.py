@@ -75,7 +75,10 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "make_not_null": ("major", _set("status", nullable=False)),
     "make_nullable": ("major", _set("txn_id", nullable=True)),
     "change_partitioning": ("major", lambda d: d["table"].__setitem__("partitioned_by", [])),
-    "set_property": ("minor", lambda d: d["table"].__setitem__("properties", {"delta.enableChangeDataFeed": "true"})),
+    "set_property": (
+        "minor",
+        lambda d: d["table"].__setitem__("properties", {"delta.enableChangeDataFeed": "true"}),
+    ),
     "change_comment": ("patch", _set("txn_id", description="Gateway transaction id.")),
     "change_default": ("minor", _set("status", default="OK")),
 }

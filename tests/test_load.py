@@ -44,7 +44,9 @@ def test_misspelled_key_is_one_located_error(tmp_path: Path) -> None:
 
 def test_misspelled_required_key_is_reported_once(tmp_path: Path) -> None:
     text = MINIMAL.replace("columns:", "colums:")
-    assert problems_of(text, tmp_path) == ["c.yaml:5:1: colums: unknown field 'colums' (did you mean 'columns'?)"]
+    assert problems_of(text, tmp_path) == [
+        "c.yaml:5:1: colums: unknown field 'colums' (did you mean 'columns'?)"
+    ]
 
 
 def test_broken_yaml_is_one_located_error(tmp_path: Path) -> None:
@@ -56,7 +58,9 @@ def test_broken_yaml_is_one_located_error(tmp_path: Path) -> None:
 
 def test_duplicate_yaml_key_is_an_error(tmp_path: Path) -> None:
     text = MINIMAL + "version: 2.0.0\n"
-    assert problems_of(text, tmp_path) == ["c.yaml:12:1: version: duplicate key 'version' (the first is ignored)"]
+    assert problems_of(text, tmp_path) == [
+        "c.yaml:12:1: version: duplicate key 'version' (the first is ignored)"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -156,7 +160,8 @@ def test_help_does_not_import_heavy_modules() -> None:
         "import sys\n"
         "from delta_contracts.cli import app\n"
         "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('pyspark', 'sqlglot', 'pysail', 'deltalake', 'pandas', 'pydantic') if m in sys.modules]\n"
+        "names = ('pyspark', 'sqlglot', 'pysail', 'deltalake', 'pandas', 'pydantic')\n"
+        "heavy = [m for m in names if m in sys.modules]\n"
         "print('HEAVY=' + ','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

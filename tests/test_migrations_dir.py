@@ -1,4 +1,4 @@
-"""`plan` writes migration files once, byte-identically, and `plan --check` catches what is missing or edited."""
+"""`plan` writes migrations once, byte-identically; `plan --check` catches what is missing or edited."""
 
 from __future__ import annotations
 

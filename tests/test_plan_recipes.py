@@ -170,7 +170,7 @@ def test_widen_in_place_on_delta4_but_versioned_on_delta3() -> None:
     # the CHECKs reading the column are dropped first and re-added after
     dropped = [op.name for op in m4.ops if isinstance(op, DropCheck) and op.phase is Phase.EXPAND]
     assert dropped == ["attempts_min", "attempts_max"]
-    with pytest.raises(PlanError, match="not a type widening Delta 3.x allows"):
+    with pytest.raises(PlanError, match=r"not a type widening Delta 3\.x allows"):
         plan(old, new, Target.DELTA_3)
 
 

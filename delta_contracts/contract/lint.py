@@ -48,7 +48,7 @@ def column_mapping_enabled(contract: Contract) -> bool:
     return contract.table.properties.get("delta.columnMapping.mode", "none") in {"name", "id"}
 
 
-def parse_boolean_expression(text: str) -> exp.Expression:
+def parse_boolean_expression(text: str) -> exp.Expr:
     """Parse a Spark SQL boolean expression; raise ValueError saying why it is not one."""
     try:
         statements = sqlglot.parse(text, read="databricks")
@@ -224,8 +224,9 @@ def _lint(loaded: LoadedContract) -> Iterator[Problem]:
         for j, name in enumerate(key_columns):
             if name.casefold() not in names:
                 yield _finding(loaded, ("quality", "unique", k, j), f"'{name}' is not a column", "DC-L015")
-    if q.volume and q.volume.min_rows is not None and q.volume.max_rows is not None:
-        if q.volume.min_rows > q.volume.max_rows:
+    volume = q.volume
+    if volume and volume.min_rows is not None and volume.max_rows is not None:  # noqa: SIM102
+        if volume.min_rows > volume.max_rows:
             yield _finding(
                 loaded, ("quality", "volume", "min_rows"), "min_rows is greater than max_rows", "DC-L004"
             )

@@ -56,7 +56,8 @@ def _read_file(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ContractError([Problem(Location(display_path(path), 1, 1), "", f"cannot read: {reason}", "DC-IO")])
+        problem = Problem(Location(display_path(path), 1, 1), "", f"cannot read: {reason}", "DC-IO")
+        raise ContractError([problem]) from None
 
 
 def load_project(path: Path) -> LoadedProject:
@@ -165,7 +166,7 @@ def _data_path(data: Any, loc: tuple[int | str, ...]) -> FieldPath:
     out: list[str | int] = []
     here = data
     for part in loc:
-        if isinstance(here, dict) and part in here:
+        if isinstance(here, dict) and part in here:  # noqa: SIM114 (mypy needs the list branch apart)
             here = here[part]
         elif isinstance(here, list) and isinstance(part, int) and 0 <= part < len(here):
             here = here[part]

@@ -296,7 +296,7 @@ def parse_type(text: str) -> SparkType:
     result = parser.parse_type()
     parser.skip()
     if parser.pos != len(text):
-        raise parser.fail(f"unexpected '{text[parser.pos:]}' after the type")
+        raise parser.fail(f"unexpected '{text[parser.pos :]}' after the type")
     return result
 
 
@@ -319,8 +319,10 @@ def is_string(t: SparkType) -> bool:
 
 
 def is_orderable(t: SparkType) -> bool:
-    return is_numeric(t) or is_string(t) or (
-        isinstance(t, PrimitiveType) and t.name in ("date", "timestamp", "timestamp_ntz")
+    return (
+        is_numeric(t)
+        or is_string(t)
+        or (isinstance(t, PrimitiveType) and t.name in ("date", "timestamp", "timestamp_ntz"))
     )
 
 

@@ -124,7 +124,9 @@ def read_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
             raise ContractError([_reader_problem(text, file, exc)]) from None
         except yaml.YAMLError as exc:
             message = str(exc).splitlines()[0]
-            raise ContractError([Problem(Location(file, 1, 1), "", f"YAML error: {message}", "DC-YAML")]) from None
+            raise ContractError(
+                [Problem(Location(file, 1, 1), "", f"YAML error: {message}", "DC-YAML")]
+            ) from None
         if node is None:
             raise ContractError([Problem(Location(file, 1, 1), "", "the file is empty", "DC-YAML")])
         builder = _Builder(file, loader)

@@ -32,7 +32,7 @@ def table(parts: Sequence[str]) -> exp.Table:
     return exp.Table(this=names[2], db=names[1], catalog=names[0])
 
 
-def literal(value: object) -> exp.Expression:
+def literal(value: object) -> exp.Expr:
     if value is None:
         return exp.Null()
     if isinstance(value, bool):
@@ -42,13 +42,13 @@ def literal(value: object) -> exp.Expression:
     return exp.Literal.string(str(value))
 
 
-def sql(expression: exp.Expression, *, strict: bool = True) -> str:
+def sql(expression: exp.Expr, *, strict: bool = True) -> str:
     """Generate Spark SQL; anything the dialect cannot express raises instead of being dropped silently."""
     level = ErrorLevel.RAISE if strict else ErrorLevel.IGNORE
     return expression.sql(dialect=DIALECT, unsupported_level=level)
 
 
-def parse(text: str) -> exp.Expression:
+def parse(text: str) -> exp.Expr:
     """Parse Spark SQL expression text (a contract constraint, an op's stored expression)."""
     return sqlglot.parse_one(text, read=DIALECT)
 
@@ -57,7 +57,7 @@ def data_type(type_text: str) -> exp.DataType:
     return exp.DataType.build(type_text, dialect=DIALECT)
 
 
-def cast(expression: exp.Expression, type_text: str) -> exp.Expression:
+def cast(expression: exp.Expr, type_text: str) -> exp.Expr:
     return exp.Cast(this=expression, to=data_type(type_text))
 
 
@@ -80,26 +80,26 @@ def backfill_pending(name: str, expression_text: str) -> str:
     return sql(pending)
 
 
-def null_safe(name: str, rule: exp.Expression, nullable: bool) -> str:
+def null_safe(name: str, rule: exp.Expr, nullable: bool) -> str:
     """A column rule as a CHECK; on a nullable column NULL passes (`c IS NULL OR rule`)."""
     if not nullable:
         return sql(rule)
     return sql(exp.or_(exp.Is(this=column(name), expression=exp.Null()), rule))
 
 
-def rule_min(name: str, bound: int | float) -> exp.Expression:
+def rule_min(name: str, bound: int | float) -> exp.Expr:
     return exp.GTE(this=column(name), expression=literal(bound))
 
 
-def rule_max(name: str, bound: int | float) -> exp.Expression:
+def rule_max(name: str, bound: int | float) -> exp.Expr:
     return exp.LTE(this=column(name), expression=literal(bound))
 
 
-def rule_enum(name: str, values: Sequence[object]) -> exp.Expression:
+def rule_enum(name: str, values: Sequence[object]) -> exp.Expr:
     return exp.In(this=column(name), expressions=[literal(v) for v in values])
 
 
-def rule_regex(name: str, pattern: str) -> exp.Expression:
+def rule_regex(name: str, pattern: str) -> exp.Expr:
     return exp.RegexpLike(this=column(name), expression=exp.Literal.string(pattern))
 
 
@@ -112,7 +112,7 @@ def rename_columns(expression_text: str, renames: dict[str, str]) -> str:
     tree = parse(expression_text)
     folded = {old.casefold(): new for old, new in renames.items()}
 
-    def swap(node: exp.Expression) -> exp.Expression:
+    def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.name.casefold() in folded:
             return column(folded[node.name.casefold()])
         return node

@@ -102,7 +102,9 @@ def verify(folder: Path) -> None:
     expected = compute_sum(folder, [n for n in names]).splitlines()
     for line, want in zip(recorded[1:], expected[1:], strict=False):
         if line != want:
-            raise IntegrityError(folder / line.split(" ", 1)[0], "changed since it was planned (checksum mismatch)")
+            raise IntegrityError(
+                folder / line.split(" ", 1)[0], "changed since it was planned (checksum mismatch)"
+            )
     if recorded[:1] != expected[:1]:
         raise IntegrityError(sum_path, "total checksum mismatch")
 
@@ -123,7 +125,9 @@ def load_history(folder: Path) -> list[StoredMigration]:
                 migration_id=name.removesuffix(".json"),
                 migration=migration_from_data(data["migration"]),
                 contract=Contract.model_validate(data["contract"]),
-                state=TableState(tuple(data["state"]["physical"]), tuple(tuple(p) for p in data["state"]["properties"])),
+                state=TableState(
+                    tuple(data["state"]["physical"]), tuple(tuple(p) for p in data["state"]["properties"])
+                ),
                 target=Target(data["target"]),
                 sql_path=path.with_suffix(".sql"),
                 json_path=path,

@@ -213,7 +213,13 @@ class MarkDeprecated(SetProperties):
 
     @classmethod
     def of(
-        cls, table: TableId, *, columns: tuple[str, ...] = (), whole_table: bool = False, since: str, reason: str
+        cls,
+        table: TableId,
+        *,
+        columns: tuple[str, ...] = (),
+        whole_table: bool = False,
+        since: str,
+        reason: str,
     ) -> MarkDeprecated:
         props: list[tuple[str, str]] = []
         if columns:

@@ -78,7 +78,11 @@ def versioned_name(contract: Contract, major: int | None = None) -> TableId:
 
 
 def initial_state(contract: Contract) -> TableState:
-    physical = versioned_name(contract) if contract.table.versioning is Versioning.VERSIONED else contract.table_parts
+    physical = (
+        versioned_name(contract)
+        if contract.table.versioning is Versioning.VERSIONED
+        else contract.table_parts
+    )
     return TableState(physical, tuple(sorted(contract.table.properties.items())))
 
 
@@ -130,7 +134,9 @@ def plan(
 
 def _versioned_reasons(old: Contract, new: Contract, target: Target) -> list[str]:
     reasons = []
-    if tuple(c.casefold() for c in old.table.partitioned_by) != tuple(c.casefold() for c in new.table.partitioned_by):
+    if tuple(c.casefold() for c in old.table.partitioned_by) != tuple(
+        c.casefold() for c in new.table.partitioned_by
+    ):
         reasons.append("partitioning changes rewrite the table")
     pairing = pair_columns(old, new)
     for before, after in pairing.matched:
@@ -146,13 +152,22 @@ def _versioned_reasons(old: Contract, new: Contract, target: Target) -> list[str
 
 
 def _stamp(table: TableId, contract: Contract) -> StampContract:
-    props = ((STAMP_ID, contract.id), (STAMP_VERSION, contract.version), (STAMP_SCHEMA_HASH, schema_hash(contract)))
-    return StampContract(table=table, phase=Phase.CUTOVER, properties=props, reason="record the contract version")
+    props = (
+        (STAMP_ID, contract.id),
+        (STAMP_VERSION, contract.version),
+        (STAMP_SCHEMA_HASH, schema_hash(contract)),
+    )
+    return StampContract(
+        table=table, phase=Phase.CUTOVER, properties=props, reason="record the contract version"
+    )
 
 
 def _gate(contract: Contract, objects: list[str], deprecated_by: str) -> Gate:
     return Gate(
-        contract.evolution.deprecation_window, contract.evolution.reader_lookback, deprecated_by, tuple(objects)
+        contract.evolution.deprecation_window,
+        contract.evolution.reader_lookback,
+        deprecated_by,
+        tuple(objects),
     )
 
 
@@ -177,7 +192,11 @@ def _create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:
         )
     ]
     for rule in contract_rules(contract).values():
-        ops.append(AddCheck(table=table, phase=phase, name=rule.name, expression=rule.expression, reason="contract rule"))
+        ops.append(
+            AddCheck(
+                table=table, phase=phase, name=rule.name, expression=rule.expression, reason="contract rule"
+            )
+        )
     return ops
 
 
@@ -187,21 +206,26 @@ def _plan_create(new: Contract, target: Target) -> tuple[Migration, TableState]:
     for op in _create_ops(new, state.physical, Phase.EXPAND):
         b.add(op)
     if new.table.versioning is Versioning.VERSIONED:
-        b.add(CreateView(table=new.table_parts, phase=Phase.CUTOVER, source=state.physical, reason="alias view"))
+        b.add(
+            CreateView(table=new.table_parts, phase=Phase.CUTOVER, source=state.physical, reason="alias view")
+        )
         b.notes.append(f"versioned: data in {table_name(state.physical)}, read through the view {new.id}")
     b.add(_stamp(state.physical, new))
     state = TableState(state.physical, _create_properties(new))
-    migration = Migration(new.table_parts, None, new.version, new.table.versioning.value, b.all_ops(), (), tuple(b.notes))
+    migration = Migration(
+        new.table_parts, None, new.version, new.table.versioning.value, b.all_ops(), (), tuple(b.notes)
+    )
     return migration, state
 
 
-def _plan_in_place(old: Contract, new: Contract, target: Target, state: TableState) -> tuple[Migration, TableState]:
+def _plan_in_place(
+    old: Contract, new: Contract, target: Target, state: TableState
+) -> tuple[Migration, TableState]:
     t = state.physical
     b = _Builder(new.table_parts)
     pairing = pair_columns(old, new)
     props = dict(state.properties)
     old_rules, new_rules = contract_rules(old), contract_rules(new)
-    renames = {before.name: after.name for before, after in pairing.renamed}
 
     def enable(prop: tuple[str, str], why: str) -> None:
         if props.get(prop[0]) != prop[1]:
@@ -221,15 +245,25 @@ def _plan_in_place(old: Contract, new: Contract, target: Target, state: TableSta
         (k, v) for k, v in sorted(new.table.properties.items()) if old.table.properties.get(k) != v
     )
     if changed_props:
-        b.add(SetProperties(table=t, phase=Phase.EXPAND, properties=changed_props, reason="contract properties"))
+        b.add(
+            SetProperties(table=t, phase=Phase.EXPAND, properties=changed_props, reason="contract properties")
+        )
         props.update(changed_props)
     for key in sorted(set(old.table.properties) - set(new.table.properties)):
         b.warn(f"{table_name(t)}: property {key} left the contract but stays on the table (unset it by hand)")
     if (new.description or None) != (old.description or None) and new.description:
-        b.add(SetTableComment(table=t, phase=Phase.EXPAND, comment=new.description, reason="table description"))
+        b.add(
+            SetTableComment(table=t, phase=Phase.EXPAND, comment=new.description, reason="table description")
+        )
     if tuple(new.table.clustered_by) != tuple(old.table.clustered_by):
-        b.add(SetClustering(table=t, phase=Phase.EXPAND, columns=new.table.clustered_by, reason="clustering keys"))
-        b.warn(f"{table_name(t)}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files")
+        b.add(
+            SetClustering(
+                table=t, phase=Phase.EXPAND, columns=new.table.clustered_by, reason="clustering keys"
+            )
+        )
+        b.warn(
+            f"{table_name(t)}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files"
+        )
 
     # Rules whose columns are retyped, renamed or dropped must go first: Delta refuses to change a column a
     # CHECK references. They come back (rewritten) in cutover.
@@ -242,10 +276,16 @@ def _plan_in_place(old: Contract, new: Contract, target: Target, state: TableSta
     for rule in old_rules.values():
         new_rule = new_rules.get(rule.key)
         if rule.columns & touched or new_rule is None or new_rule.expression != rule.expression:
-            phase = Phase.CONTRACT if rule.columns & {c.name.casefold() for c in going} and new_rule is None else Phase.EXPAND
+            phase = (
+                Phase.CONTRACT
+                if rule.columns & {c.name.casefold() for c in going} and new_rule is None
+                else Phase.EXPAND
+            )
             if new_rule is not None and not (rule.columns & touched):
                 phase = Phase.CUTOVER  # changed rule: swap it where it is re-added
-            b.add(DropCheck(table=t, phase=phase, name=rule.name, reason="rule changed or its column changes"))
+            b.add(
+                DropCheck(table=t, phase=phase, name=rule.name, reason="rule changed or its column changes")
+            )
 
     for before, after in pairing.kept:
         _kept_column(b, t, before, after, target, enable)
@@ -256,13 +296,35 @@ def _plan_in_place(old: Contract, new: Contract, target: Target, state: TableSta
     for before, after in pairing.renamed:
         if after.default is not None:
             enable(COLUMN_DEFAULTS, "column defaults")
-        b.add(AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}"))
+        b.add(
+            AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}")
+        )
         if after.default is not None:
-            b.add(SetColumnDefault(table=t, phase=Phase.EXPAND, column=after.name, default=column_spec(after).default or "", reason="default"))
+            b.add(
+                SetColumnDefault(
+                    table=t,
+                    phase=Phase.EXPAND,
+                    column=after.name,
+                    default=column_spec(after).default or "",
+                    reason="default",
+                )
+            )
         source = x.column(before.name)
-        value = source if parse_type(before.type) == parse_type(after.type) else x.cast(source, canonical(after.type))
+        value = (
+            source
+            if parse_type(before.type) == parse_type(after.type)
+            else x.cast(source, canonical(after.type))
+        )
         expression = x.sql(value)
-        b.add(Backfill(table=t, phase=Phase.POPULATE, column=after.name, expression=expression, reason=f"copy {before.name}"))
+        b.add(
+            Backfill(
+                table=t,
+                phase=Phase.POPULATE,
+                column=after.name,
+                expression=expression,
+                reason=f"copy {before.name}",
+            )
+        )
         b.add(
             Backfill(
                 table=t,
@@ -278,18 +340,40 @@ def _plan_in_place(old: Contract, new: Contract, target: Target, state: TableSta
     for rule in new_rules.values():
         old_rule = old_rules.get(rule.key)
         if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & touched:
-            b.add(AddCheck(table=t, phase=Phase.CUTOVER, name=rule.name, expression=rule.expression, reason="contract rule"))
+            b.add(
+                AddCheck(
+                    table=t,
+                    phase=Phase.CUTOVER,
+                    name=rule.name,
+                    expression=rule.expression,
+                    reason="contract rule",
+                )
+            )
 
     deprecated = sorted({c.name for c in going} | {c.name for c in new.columns if c.deprecated})
-    newly = {c.name for c in going} | {c.name for c in new.columns if c.deprecated and not (old.column(c.name) and old.column(c.name).deprecated)}  # type: ignore[union-attr]
+    previously = {c.name.casefold() for c in old.columns if c.deprecated}
+    newly = {c.name for c in going} | {
+        c.name for c in new.columns if c.deprecated and c.name.casefold() not in previously
+    }
     if newly:
-        b.add(MarkDeprecated.of(t, columns=tuple(deprecated), since=new.version, reason="deprecation mark starts the window"))
+        b.add(
+            MarkDeprecated.of(
+                t, columns=tuple(deprecated), since=new.version, reason="deprecation mark starts the window"
+            )
+        )
 
     b.add(_stamp(t, new))
 
     if going:
         for before in going:
-            b.add(DropCheck(table=t, phase=Phase.CONTRACT, name=not_null_rule(before.name).name, reason="NOT NULL rule of a dropped column"))
+            b.add(
+                DropCheck(
+                    table=t,
+                    phase=Phase.CONTRACT,
+                    name=not_null_rule(before.name).name,
+                    reason="NOT NULL rule of a dropped column",
+                )
+            )
         names = [c.name for c in going]
         objects = [f"{new.id}.{n}" for n in names]
         b.add(
@@ -306,7 +390,9 @@ def _plan_in_place(old: Contract, new: Contract, target: Target, state: TableSta
     if any(isinstance(op, Backfill) for op in b.all_ops()):
         b.warn(f"{table_name(t)}: backfill UPDATEs rewrite every file holding a touched row: O(table)")
     after_state = TableState(t, tuple(sorted(props.items())))
-    migration = Migration(new.table_parts, old.version, new.version, "in_place", b.all_ops(), tuple(b.warnings), tuple(b.notes))
+    migration = Migration(
+        new.table_parts, old.version, new.version, "in_place", b.all_ops(), tuple(b.warnings), tuple(b.notes)
+    )
     return migration, after_state
 
 
@@ -315,29 +401,68 @@ def _tighten_not_null(b: _Builder, t: TableId, column: str, target: Target) -> N
         b.add(SetNotNull(table=t, phase=Phase.CUTOVER, column=column, reason="nullable: false"))
         return
     rule = not_null_rule(column)
-    b.add(AddCheck(table=t, phase=Phase.CUTOVER, name=rule.name, expression=rule.expression, reason="nullable: false (OSS Delta has no SET NOT NULL)"))
+    b.add(
+        AddCheck(
+            table=t,
+            phase=Phase.CUTOVER,
+            name=rule.name,
+            expression=rule.expression,
+            reason="nullable: false (OSS Delta has no SET NOT NULL)",
+        )
+    )
 
 
-def _kept_column(b: _Builder, t: TableId, before: Column, after: Column, target: Target, enable: object) -> None:
+def _kept_column(
+    b: _Builder, t: TableId, before: Column, after: Column, target: Target, enable: object
+) -> None:
     assert callable(enable)
     old_type, new_type = parse_type(before.type), parse_type(after.type)
     if old_type != new_type:
         enable(TYPE_WIDENING, "type widening")
-        b.add(WidenType(table=t, phase=Phase.EXPAND, column=after.name, from_type=canonical(before.type), to_type=canonical(after.type), reason="widen type"))
+        b.add(
+            WidenType(
+                table=t,
+                phase=Phase.EXPAND,
+                column=after.name,
+                from_type=canonical(before.type),
+                to_type=canonical(after.type),
+                reason="widen type",
+            )
+        )
         b.warn(f"{table_name(t)}: type widening is a table feature; readers need Delta 4.0+ (or DBR 15.4+)")
     if (after.description or None) != (before.description or None) and after.description is not None:
-        b.add(SetColumnComment(table=t, phase=Phase.EXPAND, column=after.name, comment=after.description, reason="description"))
+        b.add(
+            SetColumnComment(
+                table=t,
+                phase=Phase.EXPAND,
+                column=after.name,
+                comment=after.description,
+                reason="description",
+            )
+        )
     if after.default != before.default:
         if after.default is None:
             b.add(DropColumnDefault(table=t, phase=Phase.EXPAND, column=after.name, reason="default removed"))
         else:
             enable(COLUMN_DEFAULTS, "column defaults")
-            b.add(SetColumnDefault(table=t, phase=Phase.EXPAND, column=after.name, default=column_spec(after).default or "", reason="default"))
+            b.add(
+                SetColumnDefault(
+                    table=t,
+                    phase=Phase.EXPAND,
+                    column=after.name,
+                    default=column_spec(after).default or "",
+                    reason="default",
+                )
+            )
     if before.nullable and not after.nullable:
         _tighten_not_null(b, t, after.name, target)
     elif not before.nullable and after.nullable:
         rule = not_null_rule(after.name)
-        b.add(DropCheck(table=t, phase=Phase.EXPAND, name=rule.name, reason="nullable again (NOT NULL via CHECK)"))
+        b.add(
+            DropCheck(
+                table=t, phase=Phase.EXPAND, name=rule.name, reason="nullable again (NOT NULL via CHECK)"
+            )
+        )
         b.add(DropNotNull(table=t, phase=Phase.EXPAND, column=after.name, reason="nullable again"))
 
 
@@ -348,11 +473,26 @@ def _added_column(b: _Builder, t: TableId, column: Column, target: Target, enabl
         enable(COLUMN_DEFAULTS, "column defaults")
     b.add(AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column"))
     if spec.default is not None:
-        b.warn(f"{table_name(t)}: column defaults need the allowColumnDefaults feature (irreversible protocol upgrade)")
-        b.add(SetColumnDefault(table=t, phase=Phase.EXPAND, column=column.name, default=spec.default, reason="default"))
+        b.warn(
+            f"{table_name(t)}: column defaults need the allowColumnDefaults feature "
+            "(an irreversible protocol upgrade)"
+        )
+        b.add(
+            SetColumnDefault(
+                table=t, phase=Phase.EXPAND, column=column.name, default=spec.default, reason="default"
+            )
+        )
     if not column.nullable:
         if spec.default is not None:
-            b.add(Backfill(table=t, phase=Phase.POPULATE, column=column.name, expression=spec.default, reason="fill existing rows with the default"))
+            b.add(
+                Backfill(
+                    table=t,
+                    phase=Phase.POPULATE,
+                    column=column.name,
+                    expression=spec.default,
+                    reason="fill existing rows with the default",
+                )
+            )
         else:
             b.warn(
                 f"{table_name(t)}: {column.name} is NOT NULL without a default: producers must fill existing "
@@ -374,19 +514,47 @@ def _plan_versioned(
         b.add(op)
     pairing = pair_columns(old, new)
     mapping = _copy_mapping(pairing, new)
-    b.add(CopyRows(table=new_physical, phase=Phase.POPULATE, source=old_physical, mapping=mapping, reason="copy rows"))
-    b.add(CopyRows(table=new_physical, phase=Phase.CUTOVER, source=old_physical, mapping=mapping, reason="catch rows written since populate"))
+    b.add(
+        CopyRows(
+            table=new_physical, phase=Phase.POPULATE, source=old_physical, mapping=mapping, reason="copy rows"
+        )
+    )
+    b.add(
+        CopyRows(
+            table=new_physical,
+            phase=Phase.CUTOVER,
+            source=old_physical,
+            mapping=mapping,
+            reason="catch rows written since populate",
+        )
+    )
     b.warn(f"{table_name(new_physical)}: the copy reads and writes the whole table: O(table)")
     retired = old_physical
     if old_physical == alias:
         retired = versioned_name(old)
-        b.add(RenameTable(table=alias, phase=Phase.CUTOVER, new_name=retired, reason="free the name for the alias view"))
+        b.add(
+            RenameTable(
+                table=alias, phase=Phase.CUTOVER, new_name=retired, reason="free the name for the alias view"
+            )
+        )
         b.warn(f"{table_name(alias)}: between the rename and the view swap the name is briefly missing")
     alter = target.supports_alter_view_as and old_physical != alias
-    b.add(CreateView(table=alias, phase=Phase.CUTOVER, source=new_physical, alter_existing=alter, reason="swap the alias view"))
+    b.add(
+        CreateView(
+            table=alias,
+            phase=Phase.CUTOVER,
+            source=new_physical,
+            alter_existing=alter,
+            reason="swap the alias view",
+        )
+    )
     if not alter:
-        b.warn(f"{table_name(alias)}: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant")
-    b.add(MarkDeprecated.of(retired, whole_table=True, since=new.version, reason="old version on its way out"))
+        b.warn(
+            f"{table_name(alias)}: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant"
+        )
+    b.add(
+        MarkDeprecated.of(retired, whole_table=True, since=new.version, reason="old version on its way out")
+    )
     b.add(_stamp(new_physical, new))
     b.add(
         DropTable(
@@ -398,10 +566,22 @@ def _plan_versioned(
     )
     compat = _compat_columns(pairing, old)
     if compat is not None:
-        b.add(CreateView(table=retired, phase=Phase.CONTRACT, source=new_physical, columns=compat, reason="old shape over the new table"))
-        b.notes.append(f"{table_name(retired)} becomes a compatibility view in the {old.version} shape after the drop")
+        b.add(
+            CreateView(
+                table=retired,
+                phase=Phase.CONTRACT,
+                source=new_physical,
+                columns=compat,
+                reason="old shape over the new table",
+            )
+        )
+        b.notes.append(
+            f"{table_name(retired)} becomes a compatibility view in the {old.version} shape after the drop"
+        )
     after_state = TableState(new_physical, _create_properties(new))
-    migration = Migration(alias, old.version, new.version, "versioned", b.all_ops(), tuple(b.warnings), tuple(b.notes))
+    migration = Migration(
+        alias, old.version, new.version, "versioned", b.all_ops(), tuple(b.warnings), tuple(b.notes)
+    )
     return migration, after_state
 
 
@@ -434,4 +614,4 @@ def _compat_columns(pairing: ColumnPairing, old: Contract) -> tuple[tuple[str, s
     return tuple(columns)
 
 
-__all__ = ["PlanError", "TableState", "initial_state", "plan", "versioned_name", "CheckRule", "column_rules"]
+__all__ = ["CheckRule", "PlanError", "TableState", "column_rules", "initial_state", "plan", "versioned_name"]

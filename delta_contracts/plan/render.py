@@ -38,7 +38,7 @@ def render(op: Op) -> str:
     return x.sql(build(op), strict=not isinstance(op, SetNotNull))
 
 
-def _alter(op: Op, *actions: exp.Expression) -> exp.Alter:
+def _alter(op: Op, *actions: exp.Expr) -> exp.Alter:
     return exp.Alter(this=x.table(op.table), kind="TABLE", actions=list(actions))
 
 
@@ -62,15 +62,17 @@ def column_def(spec: ColumnSpec, *, with_constraints: bool) -> exp.ColumnDef:
 
 
 @singledispatch
-def build(op: Op) -> exp.Expression:
+def build(op: Op) -> exp.Expr:
     raise TypeError(f"no SQL rendering for {type(op).__name__}")
 
 
 @build.register
-def _(op: CreateTable) -> exp.Expression:
-    props: list[exp.Expression] = [exp.FileFormatProperty(this=exp.Var(this="DELTA"))]
+def _(op: CreateTable) -> exp.Expr:
+    props: list[exp.Expr] = [exp.FileFormatProperty(this=exp.Var(this="DELTA"))]
     if op.partitioned_by:
-        props.append(exp.PartitionedByProperty(this=exp.Schema(expressions=[x.ident(c) for c in op.partitioned_by])))
+        props.append(
+            exp.PartitionedByProperty(this=exp.Schema(expressions=[x.ident(c) for c in op.partitioned_by]))
+        )
     if op.clustered_by:
         props.append(exp.ClusterProperty(expressions=[x.column(c) for c in op.clustered_by]))
     if op.comment is not None:
@@ -84,69 +86,71 @@ def _(op: CreateTable) -> exp.Expression:
 
 
 @build.register
-def _(op: AddColumn) -> exp.Expression:
+def _(op: AddColumn) -> exp.Expr:
     spec = ColumnSpec(op.column.name, op.column.type, True, op.column.comment, None)
     return _alter(op, exp.Schema(expressions=[column_def(spec, with_constraints=False)]))
 
 
 @build.register
-def _(op: SetColumnDefault) -> exp.Expression:
+def _(op: SetColumnDefault) -> exp.Expr:
     return _alter(op, exp.AlterColumn(this=x.ident(op.column), default=x.parse(op.default)))
 
 
 @build.register
-def _(op: DropColumnDefault) -> exp.Expression:
+def _(op: DropColumnDefault) -> exp.Expr:
     return _alter(op, exp.AlterColumn(this=x.ident(op.column), drop=True))
 
 
 @build.register
-def _(op: SetColumnComment) -> exp.Expression:
+def _(op: SetColumnComment) -> exp.Expr:
     return _alter(op, exp.AlterColumn(this=x.ident(op.column), comment=exp.Literal.string(op.comment)))
 
 
 @build.register
-def _(op: SetTableComment) -> exp.Expression:
+def _(op: SetTableComment) -> exp.Expr:
     return exp.Comment(this=x.table(op.table), kind="TABLE", expression=exp.Literal.string(op.comment))
 
 
 @build.register
-def _(op: WidenType) -> exp.Expression:
+def _(op: WidenType) -> exp.Expr:
     return _alter(op, exp.AlterColumn(this=x.ident(op.column), dtype=x.data_type(op.to_type)))
 
 
 @build.register
-def _(op: SetProperties) -> exp.Expression:
+def _(op: SetProperties) -> exp.Expr:
     return _alter(op, exp.AlterSet(expressions=[_properties(op.properties)]))
 
 
 @build.register
-def _(op: SetClustering) -> exp.Expression:
+def _(op: SetClustering) -> exp.Expr:
     return _alter(op, exp.ClusterProperty(expressions=[x.column(c) for c in op.columns]))
 
 
 @build.register
-def _(op: AddCheck) -> exp.Expression:
+def _(op: AddCheck) -> exp.Expr:
     check = exp.CheckColumnConstraint(this=x.parse(op.expression), enforced=False)
-    return _alter(op, exp.AddConstraint(expressions=[exp.Constraint(this=x.ident(op.name), expressions=[check])]))
+    return _alter(
+        op, exp.AddConstraint(expressions=[exp.Constraint(this=x.ident(op.name), expressions=[check])])
+    )
 
 
 @build.register
-def _(op: DropCheck) -> exp.Expression:
+def _(op: DropCheck) -> exp.Expr:
     return _alter(op, exp.Drop(tables=[exp.Table(this=x.ident(op.name))], kind="CONSTRAINT", exists=True))
 
 
 @build.register
-def _(op: SetNotNull) -> exp.Expression:
+def _(op: SetNotNull) -> exp.Expr:
     return _alter(op, exp.AlterColumn(this=x.ident(op.column), allow_null=False))
 
 
 @build.register
-def _(op: DropNotNull) -> exp.Expression:
+def _(op: DropNotNull) -> exp.Expr:
     return _alter(op, exp.AlterColumn(this=x.ident(op.column), drop=True, allow_null=True))
 
 
 @build.register
-def _(op: Backfill) -> exp.Expression:
+def _(op: Backfill) -> exp.Expr:
     return exp.Update(
         this=x.table(op.table),
         expressions=[exp.EQ(this=x.column(op.column), expression=x.parse(op.expression))],
@@ -161,13 +165,13 @@ def copy_select(op: CopyRows) -> exp.Select:
 
 
 @build.register
-def _(op: CopyRows) -> exp.Expression:
+def _(op: CopyRows) -> exp.Expr:
     target = exp.Schema(this=x.table(op.table), expressions=[x.ident(name) for name, _ in op.mapping])
     return exp.Insert(this=target, expression=copy_select(op), overwrite=True)
 
 
 @build.register
-def _(op: RenameTable) -> exp.Expression:
+def _(op: RenameTable) -> exp.Expr:
     return _alter(op, exp.AlterRename(this=x.table(op.new_name)))
 
 
@@ -184,18 +188,18 @@ def view_query_sql(op: CreateView) -> str:
 
 
 @build.register
-def _(op: CreateView) -> exp.Expression:
+def _(op: CreateView) -> exp.Expr:
     if op.alter_existing:
         return exp.Alter(this=x.table(op.table), kind="VIEW", actions=[view_query(op)])
     return exp.Create(this=x.table(op.table), kind="VIEW", replace=True, expression=view_query(op))
 
 
 @build.register
-def _(op: DropColumns) -> exp.Expression:
+def _(op: DropColumns) -> exp.Expr:
     columns = exp.Schema(expressions=[x.ident(c) for c in op.columns])
     return _alter(op, exp.Drop(tables=[columns], kind="COLUMNS"))
 
 
 @build.register
-def _(op: DropTable) -> exp.Expression:
+def _(op: DropTable) -> exp.Expr:
     return exp.Drop(tables=[x.table(op.table)], kind="TABLE", exists=True)

@@ -242,22 +242,15 @@ def _lint_column_type(loaded: LoadedContract, i: int) -> Iterator[Problem]:
         return
     checks = col.checks
     if checks.enum is not None:
-        if not is_string(spark_type) and not is_numeric(spark_type):
+        if not is_string(spark_type):
             yield _finding(
-                loaded, (*where, "checks", "enum"), f"enum on a column of type {col.type}", "DC-L003"
+                loaded, (*where, "checks", "enum"), f"enum on a non-string column ({col.type})", "DC-L003"
             )
-        elif is_string(spark_type) and any(not isinstance(v, str) for v in checks.enum):
+        elif any(not isinstance(v, str) for v in checks.enum):
             yield _finding(
                 loaded,
                 (*where, "checks", "enum"),
                 "enum values of a string column must be strings",
-                "DC-L003",
-            )
-        elif is_numeric(spark_type) and any(isinstance(v, str | bool) for v in checks.enum):
-            yield _finding(
-                loaded,
-                (*where, "checks", "enum"),
-                f"enum values of a {col.type} column must be numbers",
                 "DC-L003",
             )
         if not checks.enum:

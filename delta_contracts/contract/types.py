@@ -238,7 +238,7 @@ class _Parser:
                     break
                 keyword = self.word().upper()
                 if keyword == "NOT":
-                    if self.word().upper() != "NULL":
+                    if not self.peek().isalpha() or self.word().upper() != "NULL":
                         raise self.fail("expected NULL after NOT", save)
                     nullable = False
                 elif keyword == "COMMENT":

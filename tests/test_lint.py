@@ -1,0 +1,167 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_contracts.cli import app
+from delta_contracts.contract.lint import lint, lint_many
+from delta_contracts.contract.load import load_contract
+from tests.builders import MINIMAL, write
+
+runner = CliRunner()
+
+
+def findings(text: str, tmp_path: Path) -> list[str]:
+    loaded = load_contract(write(tmp_path, "c.yaml", text))
+    return [str(p).replace(str(tmp_path) + "/", "") for p in lint(loaded)]
+
+
+def cli(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_minimal_contract_is_clean(tmp_path: Path) -> None:
+    assert findings(MINIMAL, tmp_path) == []
+
+
+def test_examples_are_clean() -> None:
+    code, out = cli("lint", str(Path(__file__).resolve().parents[1] / "contracts"))
+    assert code == 0, out
+    assert "all clean" in out
+
+
+# The four acceptance cases: one located message each, exit 2 (unusable) or 1 (finding).
+@pytest.mark.parametrize(
+    ("old", "new", "code", "expected"),
+    [
+        (
+            "    nullable: false",
+            "    nulable: false",
+            2,
+            "c.yaml:8:5: columns[0].nulable: unknown field 'nulable' (did you mean 'nullable'?)",
+        ),
+        (
+            "type: decimal(12,2)",
+            "type: decimal(40,2)",
+            1,
+            "c.yaml:10:11: columns[1].type: invalid type 'decimal(40,2)': decimal precision 40 is out of range 1..38",
+        ),
+        (
+            "  - name: amount",
+            "  - name: ID",
+            1,
+            "c.yaml:9:11: columns[1].name: duplicate column 'ID': Delta column names are case-insensitive and "
+            "columns[0] is 'order_id'",
+        ),
+        (
+            "owner: {team: commerce}",
+            "owner: {team: commerce",
+            2,
+            "c.yaml:5:8: YAML syntax error: expected ',' or '}'",
+        ),
+    ],
+)
+def test_acceptance_cases(tmp_path: Path, old: str, new: str, code: int, expected: str) -> None:
+    text = MINIMAL.replace(old, new)
+    if "name: ID" in new:
+        text = text.replace("name: order_id", "name: id").replace(
+            "'order_id'", "'id'"
+        )  # make the two names collide case-insensitively
+        expected = expected.replace("order_id", "id")
+    path = write(tmp_path, "c.yaml", text)
+    result = runner.invoke(app, ["lint", str(path)])
+    lines = [line for line in result.output.splitlines() if ".yaml:" in line]
+    assert result.exit_code == code
+    assert len(lines) == 1, result.output
+    assert lines[0].replace(str(tmp_path) + "/", "").startswith(expected)
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("mutation", "message"),
+    [
+        (("checks: {min: 0}", "checks: {enum: [1, 2]}"), "enum on a non-string column (decimal(12,2))"),
+        (("checks: {min: 0}", "checks: {min: 5, max: 1}"), "min 5 is greater than max 1"),
+        (
+            ("type: decimal(12,2)\n    checks: {min: 0}", "type: string\n    checks: {regex: '[unclosed'}"),
+            "regex does not compile",
+        ),
+        (
+            ("checks: {min: 0}", "checks: {min: 0}\n    renamed_from: order_id"),
+            "names a column that still exists",
+        ),
+        (("type: bigint", "type: bigint\n    checks: {regex: '^a'}"), "regex on a column of type bigint"),
+        (("type: decimal(12,2)", "type: map<string,int>"), "min on a column of type map<string,int>"),
+        (("name: amount", "name: 'amount;x'"), "which Delta stores only with column mapping"),
+        (("type: bigint", "type: bigint\n    default: abc"), "default 'abc' does not fit type bigint"),
+    ],
+)
+def test_column_findings(tmp_path: Path, mutation: tuple[str, str], message: str) -> None:
+    (finding,) = findings(MINIMAL.replace(*mutation), tmp_path)
+    assert message in finding
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("constraints:\n  - {name: c1, expression: 'amount >'}\n", "not a valid Spark SQL expression"),
+        ("constraints:\n  - {name: c1, expression: 'amount + 1'}\n", "is not a boolean expression"),
+        ("constraints:\n  - {name: c1, expression: 'amount > 0; DROP TABLE x'}\n", "exactly one expression"),
+        ("constraints:\n  - {name: c1, expression: 'nope > 0'}\n", "'nope' is not a column"),
+        ("constraints:\n  - {name: amount_min, expression: 'amount > 0'}\n", "is used twice"),
+        ("table: {partitioned_by: [order_date]}\n", "'order_date' is not a column"),
+        ("table: {properties: {delta_contracts.version: '1'}}\n", "set by the toolkit"),
+        ("quality: {freshness: {column: ts, max_age: PT1H}}\n", "'ts' is not a column"),
+        ("quality: {unique: [[order_id, nope]]}\n", "'nope' is not a column"),
+    ],
+)
+def test_table_findings(tmp_path: Path, extra: str, message: str) -> None:
+    (finding,) = findings(MINIMAL + extra, tmp_path)
+    assert message in finding
+
+
+def test_valid_constraint_passes(tmp_path: Path) -> None:
+    extra = 'constraints:\n  - {name: c1, expression: "amount > 0 OR order_id IN (1, 2)"}\n'
+    assert findings(MINIMAL + extra, tmp_path) == []
+
+
+def test_hostile_names_pass_with_column_mapping(tmp_path: Path) -> None:
+    text = MINIMAL.replace("name: amount", "name: \"a`b;\\nc 'd'\"") + (
+        "table: {properties: {delta.columnMapping.mode: name}}\n"
+    )
+    assert findings(text, tmp_path) == []
+
+
+def test_duplicate_ids_across_files(tmp_path: Path) -> None:
+    a = load_contract(write(tmp_path, "a.yaml", MINIMAL))
+    b = load_contract(write(tmp_path, "b.yaml", MINIMAL.replace("sales.orders", "SALES.orders")))
+    (problem,) = lint_many([a, b])
+    assert problem.location.path.endswith("b.yaml") and "also declared in" in problem.message
+
+
+def test_json_format_and_exit_codes(tmp_path: Path) -> None:
+    write(tmp_path, "good.yaml", MINIMAL)
+    code, out = cli("lint", "--format", "json", str(tmp_path))
+    assert code == 0 and json.loads(out)["problems"] == []
+    write(tmp_path, "bad.yaml", MINIMAL.replace("checks: {min: 0}", "checks: {min: 2, max: 1}"))
+    code, out = cli("lint", "--format", "json", str(tmp_path))
+    payload = json.loads(out)
+    assert code == 1
+    assert payload["problems"][0]["code"] == "DC-L004" and payload["problems"][0]["line"] == 11
+
+
+def test_missing_path_is_usage_error(tmp_path: Path) -> None:
+    code, out = cli("lint", str(tmp_path / "nope"))
+    assert code == 2 and "no such file" in out
+
+
+def test_schema_command_prints_the_committed_schema() -> None:
+    code, out = cli("schema")
+    assert code == 0
+    committed = Path(__file__).resolve().parents[1] / "schema" / "contract.schema.json"
+    assert json.loads(out) == json.loads(committed.read_text())
+    assert "columns" in json.loads(out)["properties"]

@@ -48,14 +48,15 @@ def test_examples_are_clean() -> None:
             "type: decimal(12,2)",
             "type: decimal(40,2)",
             1,
-            "c.yaml:10:11: columns[1].type: invalid type 'decimal(40,2)': decimal precision 40 is out of range 1..38",
+            "c.yaml:10:11: columns[1].type: invalid type 'decimal(40,2)': "
+            "decimal precision 40 is out of range 1..38",
         ),
         (
             "  - name: amount",
             "  - name: ID",
             1,
-            "c.yaml:9:11: columns[1].name: duplicate column 'ID': Delta column names are case-insensitive and "
-            "columns[0] is 'order_id'",
+            "c.yaml:9:11: columns[1].name: duplicate column 'ID': "
+            "Delta column names are case-insensitive and columns[0] is 'order_id'",
         ),
         (
             "owner: {team: commerce}",

@@ -61,7 +61,7 @@ def test_canonical(text: str, expected: str) -> None:
         ("map<int>", "expected ',' at position 7, found '>'", 7),
         ("int x", "unexpected 'x' after the type", 4),
         ("", "expected a type name at position 0, found end of text", 0),
-        ("struct<a int NOT>", "expected NULL after NOT", 13),
+        ("struct<a int NOT>", "expected NULL after NOT", 12),
     ],
 )
 def test_errors(text: str, message: str, position: int) -> None:

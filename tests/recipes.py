@@ -81,10 +81,26 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     ),
     "change_comment": ("patch", _set("txn_id", description="Gateway transaction id.")),
     "change_default": ("minor", _set("status", default="OK")),
+    "drop_default": ("minor", lambda d: _column(d, "status").pop("default")),
+    "change_table_comment": (
+        "patch",
+        lambda d: d.__setitem__("description", "One row per attempt, settled."),
+    ),
+    "change_clustering": ("minor", lambda d: d["table"].__setitem__("clustered_by", ["txn_date", "txn_id"])),
 }
+
+
 # What the old contract looks like before the mutation, where the base does not fit the recipe:
 # smallint -> int widens on Delta 3 too, unlike int -> bigint.
-PREPARE: dict[str, Mutation] = {"widen_small_type": _set("attempts", type="smallint")}
+def _clustered(d: dict[str, Any]) -> None:
+    d["table"].update(partitioned_by=[], clustered_by=["txn_date"])
+
+
+PREPARE: dict[str, Mutation] = {
+    "widen_small_type": _set("attempts", type="smallint"),
+    "drop_default": _set("status", default="OK"),
+    "change_clustering": _clustered,
+}
 
 
 def bump(version: str, level: str) -> str:

@@ -1,0 +1,69 @@
+"""Spark's own SQL parser, offline: a classic local SparkSession (JVM, no Delta jars) used only to parse.
+
+`parsePlan` accepts exactly one statement (its grammar ends in EOF), so a statement that an injected `;`
+split in two fails here.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from functools import cache
+from typing import Any
+
+import sqlglot
+
+
+class SparkParseError(AssertionError):
+    def __init__(self, sql: str, message: str) -> None:
+        self.sql = sql
+        super().__init__(f"Spark's parser refused:\n{sql}\n{message}")
+
+
+def spark_parser_available() -> tuple[bool, str]:
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return False, "no Java runtime (java not on PATH, JAVA_HOME unset)"
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return False, "pyspark is not installed"
+    return True, ""
+
+
+@cache
+def classic_session() -> Any:
+    from pyspark.sql import SparkSession
+
+    warehouse = tempfile.mkdtemp(prefix="dc-spark-parser-")
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("delta-contracts-parser")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", warehouse)
+        .config("spark.driver.memory", "512m")
+        .config("spark.sql.shuffle.partitions", "1")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def spark_parse(sql: str) -> str:
+    """The logical plan Spark's parser makes of `sql`; SparkParseError when it refuses it."""
+    parser = classic_session()._jsparkSession.sessionState().sqlParser()
+    try:
+        return str(parser.parsePlan(sql).toString())
+    except Exception as err:  # py4j wraps the JVM ParseException
+        raise SparkParseError(sql, str(err).splitlines()[0]) from None
+
+
+def sqlglot_statements(sql: str) -> list[sqlglot.exp.Expr]:
+    return [s for s in sqlglot.parse(sql, read="databricks") if s is not None]
+
+
+def assert_one_statement(sql: str) -> None:
+    statements = sqlglot_statements(sql)
+    assert len(statements) == 1, f"sqlglot sees {len(statements)} statements in:\n{sql}"
+    assert not isinstance(statements[0], sqlglot.exp.Command), f"sqlglot fell back to a raw command:\n{sql}"
+    spark_parse(sql)

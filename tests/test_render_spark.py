@@ -1,4 +1,4 @@
-"""Every statement the planner can emit parses, in Spark's own parser and in sqlglot, to exactly one statement.
+"""Every statement the planner can emit parses once, in Spark's own parser and in sqlglot.
 
 Hostile names and texts (quotes, backticks, semicolons, newlines, unicode) come back from both parsers as
 the same identifiers and literals.

@@ -116,8 +116,7 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
     expand = [op for op in ops if op.phase is Phase.EXPAND]
     assert isinstance(expand[0], SetProperties)
     assert ("delta.columnMapping.mode", "name") in expand[0].properties
-    # the table constraint reading the old column is dropped before and re-added rewritten after
-    assert any(isinstance(op, DropCheck) and op.name == "amount_positive_when_ok" for op in expand)
+    assert not any(isinstance(op, DropCheck) for op in expand)  # old rules keep guarding until cutover
     assert any(isinstance(op, AddColumn) and op.column.name == "amount_paise" for op in expand)
     fills = [op for op in ops if isinstance(op, Backfill)]
     assert [f.phase for f in fills] == [Phase.POPULATE, Phase.CUTOVER]
@@ -127,10 +126,20 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
     assert readded["amount_positive_when_ok"] == "`status` <> 'OK' OR `amount_paise` > 0"
     assert readded["amount_paise_not_null"] == "NOT `amount_paise` IS NULL"
     assert readded["amount_paise_min"] == "`amount_paise` >= 1"
+    # the table constraint reading the old column is swapped for its rewritten form in cutover
+    swap = [op.kind for op in cutover if getattr(op, "name", "") == "amount_positive_when_ok"]
+    assert swap == ["drop_check", "add_check"]
     mark = next(op for op in cutover if isinstance(op, MarkDeprecated))
     assert dict(mark.properties)["delta_contracts.deprecated.columns"] == '["txn_amt_paise"]'
+    # then the old column is relaxed, so producers may stop writing it, before the stamp
+    relaxed = [(op.kind, getattr(op, "name", getattr(op, "column", ""))) for op in cutover[-4:-1]]
+    assert relaxed == [
+        ("drop_check", "txn_amt_paise_min"),
+        ("drop_check", "txn_amt_paise_not_null"),
+        ("drop_not_null", "txn_amt_paise"),
+    ]
     contract = [op for op in ops if op.phase is Phase.CONTRACT]
-    assert [op.kind for op in contract] == ["drop_check", "drop_check", "drop_columns"]
+    assert [op.kind for op in contract] == ["drop_columns"]
     drop = contract[-1]
     assert isinstance(drop, DropColumns) and drop.columns == ("txn_amt_paise",)
     assert drop.gate.objects == ("payments.transactions.txn_amt_paise",)

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
 from delta_contracts.contract.pairing import ColumnPairing, pair_columns
@@ -265,26 +265,38 @@ def _plan_in_place(
             f"{table_name(t)}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files"
         )
 
-    # Rules whose columns are retyped, renamed or dropped must go first: Delta refuses to change a column a
-    # CHECK references. They come back (rewritten) in cutover.
-    touched = {before.name.casefold() for before in going}
-    touched |= {
+    # Delta refuses to retype a column a CHECK reads: such rules go before ALTER TYPE and come back in
+    # cutover. Rules of columns on their way out are relaxed at cutover, so producers may stop writing them.
+    going_names = {before.name.casefold() for before in going}
+    widened = {
         before.name.casefold()
         for before, after in pairing.kept
         if parse_type(before.type) != parse_type(after.type)
     }
+    relax: list[Op] = []
     for rule in old_rules.values():
         new_rule = new_rules.get(rule.key)
-        if rule.columns & touched or new_rule is None or new_rule.expression != rule.expression:
-            phase = (
-                Phase.CONTRACT
-                if rule.columns & {c.name.casefold() for c in going} and new_rule is None
-                else Phase.EXPAND
+        drop = DropCheck(table=t, phase=Phase.EXPAND, name=rule.name, reason="its column is retyped")
+        if rule.columns & widened:
+            b.add(drop)
+        elif new_rule is None and rule.columns & going_names:
+            relax.append(replace(drop, phase=Phase.CUTOVER, reason="rule of a deprecated column"))
+        elif new_rule is None:
+            b.add(replace(drop, reason="rule removed from the contract"))
+        elif new_rule.expression != rule.expression:
+            b.add(replace(drop, phase=Phase.CUTOVER, reason="rule changed: swapped where it is re-added"))
+    for before in going:
+        if not before.nullable:
+            relax.append(
+                DropCheck(
+                    table=t,
+                    phase=Phase.CUTOVER,
+                    name=not_null_rule(before.name).name,
+                    reason="deprecated column",
+                )
             )
-            if new_rule is not None and not (rule.columns & touched):
-                phase = Phase.CUTOVER  # changed rule: swap it where it is re-added
-            b.add(
-                DropCheck(table=t, phase=phase, name=rule.name, reason="rule changed or its column changes")
+            relax.append(
+                DropNotNull(table=t, phase=Phase.CUTOVER, column=before.name, reason="deprecated column")
             )
 
     for before, after in pairing.kept:
@@ -339,7 +351,7 @@ def _plan_in_place(
 
     for rule in new_rules.values():
         old_rule = old_rules.get(rule.key)
-        if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & touched:
+        if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & widened:
             b.add(
                 AddCheck(
                     table=t,
@@ -362,18 +374,11 @@ def _plan_in_place(
             )
         )
 
+    for op in relax:
+        b.add(op)
     b.add(_stamp(t, new))
 
     if going:
-        for before in going:
-            b.add(
-                DropCheck(
-                    table=t,
-                    phase=Phase.CONTRACT,
-                    name=not_null_rule(before.name).name,
-                    reason="NOT NULL rule of a dropped column",
-                )
-            )
         names = [c.name for c in going]
         objects = [f"{new.id}.{n}" for n in names]
         b.add(

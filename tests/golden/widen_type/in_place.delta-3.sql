@@ -1,0 +1,1 @@
+-- refused: payments.transactions: attempts: int -> bigint is not a type widening Delta 3.x allows in place — this needs a new versioned table, which needs a major version bump (declared 2.5.0, was 2.4.0)

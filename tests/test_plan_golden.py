@@ -55,6 +55,8 @@ def test_golden(recipe: str, versioning: str, target: Target) -> None:
 def test_targets_differ_where_delta_differs() -> None:
     """The golden matrix is not three copies: the targets really plan differently."""
     for recipe in ("make_not_null", "widen_type", "narrow_type"):
-        texts = {t: golden_path(recipe, "in_place" if recipe != "narrow_type" else "versioned", t).read_text()
-                 for t in Target}
+        texts = {
+            t: golden_path(recipe, "in_place" if recipe != "narrow_type" else "versioned", t).read_text()
+            for t in Target
+        }
         assert len({v.replace(t.value, "") for t, v in texts.items()}) > 1, recipe

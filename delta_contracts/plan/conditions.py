@@ -1,7 +1,7 @@
 """Pre- and postconditions of ops: predicates over live tables, as data.
 
-Metadata conditions are decided from the Delta log alone (`holds`); data conditions (`NoRowsWhere`,
-`RowCountAtLeast`) need a query, which the engine runs. An op whose postcondition already holds is skipped,
+Metadata conditions are decided from the Delta log alone (`holds`); the data condition `NoRowsWhere` needs a
+query, which the engine runs. An op whose postcondition already holds is skipped,
 which is what makes a crashed apply safe to resume.
 """
 
@@ -106,14 +106,6 @@ class NoRowsWhere:
 
 
 @dataclass(frozen=True, slots=True)
-class RowCountAtLeast:
-    """Data condition: `target` has at least as many rows as `source`."""
-
-    target: TableId
-    source: TableId
-
-
-@dataclass(frozen=True, slots=True)
 class AllOf:
     conditions: tuple[Condition, ...]
 
@@ -133,10 +125,9 @@ Condition = (
     | PropertiesSet
     | TableCommentIs
     | NoRowsWhere
-    | RowCountAtLeast
     | AllOf
 )
-DATA_CONDITIONS = (NoRowsWhere, RowCountAtLeast)
+DATA_CONDITIONS = (NoRowsWhere,)
 
 
 def is_data_condition(condition: Condition) -> bool:
@@ -156,7 +147,7 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
             return table not in tables and table not in views
         case ViewDefined(view, query):
             return view in views and same_expression(views[view], query)
-        case NoRowsWhere() | RowCountAtLeast():
+        case NoRowsWhere():
             raise ValueError(f"{condition} needs a query: the engine evaluates it")
     live = tables.get(condition.table)
     if live is None:

@@ -20,6 +20,7 @@ from delta_contracts.cli_common import (
     PathsArgument,
     default_paths,
 )
+from delta_contracts.cli_diff import diff_command
 from delta_contracts.cli_plan import plan_command
 
 app = typer.Typer(
@@ -31,6 +32,7 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
+app.command(name="diff")(diff_command)
 app.command(name="plan")(plan_command)
 
 

@@ -61,8 +61,12 @@ def _read_file(path: Path) -> str:
 
 
 def load_project(path: Path) -> LoadedProject:
+    return parse_project(_read_file(path), path)
+
+
+def parse_project(text: str, path: Path) -> LoadedProject:
     shown = display_path(path)
-    data, source = read_yaml(_read_file(path), shown)
+    data, source = read_yaml(text, shown)
     if not isinstance(data, dict):
         raise ContractError([Problem(source.locate(()), "", "contracts.yml must be a mapping", "DC-SCHEMA")])
     try:

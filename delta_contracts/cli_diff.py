@@ -1,0 +1,114 @@
+"""`delta-contracts diff OLD NEW` and `delta-contracts diff --base REF [PATH…]`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from delta_contracts.cli_common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, FormatOption, OutputFormat
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.load import LoadedContract
+    from delta_contracts.diff.report import ContractDiff
+    from delta_contracts.target import Target
+
+
+def diff_command(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="OLD NEW contract files; with --base, contract files or folders (default contracts/).",
+            show_default=False,
+        ),
+    ] = None,
+    base: Annotated[str | None, typer.Option(help="Compare the working tree with this git ref.")] = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Classify contract changes, check the declared version bump and the evolution policy."""
+    from delta_contracts.contract.errors import ContractError, Problem
+    from delta_contracts.contract.load import contract_files, load_contract, project_for
+
+    given = list(paths or [])
+    problems: list[Problem] = []
+    if base is None:
+        if len(given) != 2:
+            print("error: give OLD and NEW contract files, or --base REF", file=sys.stderr)
+            raise typer.Exit(EXIT_INPUT)
+        pairs: list[tuple[LoadedContract | None, LoadedContract | None]] = []
+        try:
+            old, new = load_contract(given[0]), load_contract(given[1])
+            pairs.append((old, new))
+        except ContractError as err:
+            problems.extend(err.problems)
+    else:
+        from delta_contracts.diff.gitbase import GitError, contracts_at
+
+        roots = given or [Path("contracts")]
+        missing = [p for p in roots if not p.exists()]
+        if missing:
+            print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
+            raise typer.Exit(EXIT_INPUT)
+        current: list[LoadedContract] = []
+        for file in contract_files(roots):
+            try:
+                current.append(load_contract(file))
+            except ContractError as err:
+                problems.extend(err.problems)
+        try:
+            before = contracts_at(base, roots)
+        except GitError as err:
+            print(f"error: {err}", file=sys.stderr)
+            raise typer.Exit(EXIT_INPUT) from None
+        problems.extend(before.problems)
+        pairs = _match(before.contracts, current)
+    if problems:
+        for problem in problems:
+            print(str(problem), file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    target = project_for(given[-1] if given else Path("contracts")).project.target
+    results = [_compare(old, new, target) for old, new in pairs]
+    _print(results, fmt)
+    raise typer.Exit(EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS)
+
+
+def _match(
+    before: list[LoadedContract], after: list[LoadedContract]
+) -> list[tuple[LoadedContract | None, LoadedContract | None]]:
+    """Pair contracts by table id, so a moved file is the same contract."""
+    old_by_id = {c.contract.id.casefold(): c for c in before}
+    pairs: list[tuple[LoadedContract | None, LoadedContract | None]] = []
+    for item in after:
+        pairs.append((old_by_id.pop(item.contract.id.casefold(), None), item))
+    pairs.extend((gone, None) for gone in old_by_id.values())
+    return pairs
+
+
+def _compare(old: LoadedContract | None, new: LoadedContract | None, target: Target) -> ContractDiff:
+    from delta_contracts.diff import diff, verdict
+    from delta_contracts.diff.changes import change
+    from delta_contracts.diff.report import ContractDiff
+
+    if new is None:
+        assert old is not None
+        gone = change("DC-DS101", f"contract {old.contract.id} deleted ({old.path})", "")
+        return ContractDiff(old.contract.id, "deleted", old.contract.version, None, None, gone)
+    if old is None:
+        return ContractDiff(new.contract.id, "new", None, new.contract.version, None)
+    changes = diff(old.contract, new.contract, target)
+    result = verdict(old.contract, new.contract, changes)
+    status = "changed" if changes else "unchanged"
+    return ContractDiff(new.contract.id, status, old.contract.version, new.contract.version, result)
+
+
+def _print(results: list[ContractDiff], fmt: OutputFormat) -> None:
+    from delta_contracts.diff.report import render_json, render_markdown, render_text
+
+    render = {
+        OutputFormat.TEXT: render_text,
+        OutputFormat.JSON: render_json,
+        OutputFormat.MARKDOWN: render_markdown,
+    }
+    print(render[fmt](results))

@@ -1,0 +1,82 @@
+"""Change values and the stable change codes, in the style of Atlas's lint codes.
+
+Families: DS destructive, BC backward-incompatible rename, MF column modified, AD column added, CK checks and
+constraints, TB table layout, QA quality/SLA, DC documentation, LC lifecycle. Codes never change meaning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from delta_contracts.contract.model import ChangeClass
+
+PATCH, MINOR, MAJOR = ChangeClass.PATCH, ChangeClass.MINOR, ChangeClass.MAJOR
+
+# code: (default class under DESIGN.md's policy, title)
+CODES: dict[str, tuple[ChangeClass, str]] = {
+    "DC-DS101": (MAJOR, "contract deleted"),
+    "DC-BC102": (MAJOR, "column renamed"),
+    "DC-DS103": (MAJOR, "column removed"),
+    "DC-MF104": (MAJOR, "column made NOT NULL"),
+    "DC-MF105": (MAJOR, "column made nullable"),
+    "DC-MF106": (MINOR, "column type widened"),
+    "DC-MF107": (MAJOR, "column type changed (not a widening)"),
+    "DC-MF108": (MINOR, "column default changed"),
+    "DC-AD201": (MINOR, "nullable column added"),
+    "DC-AD202": (MINOR, "NOT NULL column with a default added"),
+    "DC-AD203": (MAJOR, "NOT NULL column without a default added"),
+    "DC-CK301": (MAJOR, "check added"),
+    "DC-CK302": (MINOR, "check removed"),
+    "DC-CK303": (MAJOR, "check tightened"),
+    "DC-CK304": (MINOR, "check loosened"),
+    "DC-CK305": (MINOR, "enum values added"),
+    "DC-CK306": (MAJOR, "enum values removed"),
+    "DC-CK307": (MAJOR, "regex changed"),
+    "DC-CK311": (MAJOR, "table constraint added"),
+    "DC-CK312": (MINOR, "table constraint removed"),
+    "DC-CK313": (MAJOR, "table constraint changed"),
+    "DC-TB401": (MAJOR, "partitioning changed"),
+    "DC-TB402": (MINOR, "clustering changed"),
+    "DC-TB403": (MINOR, "table property changed"),
+    # Readers keep reading the same name (the alias view), so switching strategy is not breaking.
+    "DC-TB404": (MINOR, "versioning strategy changed"),
+    "DC-QA501": (MINOR, "SLA tightened"),
+    "DC-QA502": (MAJOR, "SLA loosened"),
+    "DC-QA503": (MAJOR, "unique keys changed"),
+    "DC-DC601": (PATCH, "description changed"),
+    "DC-DC602": (PATCH, "owner changed"),
+    "DC-DC603": (PATCH, "consumers changed"),
+    "DC-DC604": (PATCH, "tags changed"),
+    "DC-DC605": (PATCH, "column description changed"),
+    "DC-DC606": (PATCH, "evolution settings changed"),
+    "DC-LC701": (MINOR, "column marked deprecated"),
+    "DC-LC702": (PATCH, "lifecycle status changed"),
+    "DC-LC703": (MAJOR, "contract retired"),
+}
+
+RANK = {PATCH: 1, MINOR: 2, MAJOR: 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    code: str
+    change_class: ChangeClass  # under the default policy; the verdict applies reclassifications
+    message: str
+    field: str  # contract path, e.g. columns[3].checks.min
+
+    @property
+    def title(self) -> str:
+        return CODES[self.code][1]
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "code": self.code,
+            "class": self.change_class.value,
+            "title": self.title,
+            "message": self.message,
+            "field": self.field,
+        }
+
+
+def change(code: str, message: str, field: str) -> Change:
+    return Change(code, CODES[code][0], message, field)

@@ -1,0 +1,67 @@
+"""The verdict on a contract change: the bump it requires, whether the declared version says so, and what
+the evolution policy refuses. The policy is the new contract's `evolution` (contracts.yml defaults merged)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from delta_contracts.contract.model import ChangeClass, Contract, Policy, semver_tuple
+from delta_contracts.diff.changes import RANK, Change
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    changes: tuple[Change, ...]  # with the policy's classes applied
+    required: ChangeClass | None  # None: nothing changed
+    declared: str  # major | minor | patch | none | downgrade
+    declared_ok: bool
+    violations: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.declared_ok and not self.violations
+
+
+def declared_bump(old_version: str, new_version: str) -> str:
+    old, new = semver_tuple(old_version), semver_tuple(new_version)
+    if new == old:
+        return "none"
+    if new < old:
+        return "downgrade"
+    if new[0] > old[0]:
+        return "major"
+    if new[1] > old[1]:
+        return "minor"
+    return "patch"
+
+
+def verdict(old: Contract, new: Contract, changes: list[Change]) -> Verdict:
+    evolution = new.evolution
+    effective = tuple(
+        Change(c.code, evolution.reclassify.get(c.code, c.change_class), c.message, c.field) for c in changes
+    )
+    required = max((c.change_class for c in effective), key=lambda k: RANK[k], default=None)
+    declared = declared_bump(old.version, new.version)
+    if required is None:
+        declared_ok = declared != "downgrade"
+    else:
+        declared_ok = declared in RANK_OF_DECLARED and RANK_OF_DECLARED[declared] >= RANK[required]
+    violations: list[str] = []
+    major_bumped = semver_tuple(new.version)[0] > semver_tuple(old.version)[0]
+    for c in effective:
+        if c.code in evolution.allow:
+            continue
+        if c.code in evolution.deny:
+            violations.append(f"{c.code} {c.message}: denied by the evolution policy")
+        elif (
+            evolution.policy is Policy.BACKWARDS_COMPATIBLE
+            and c.change_class is ChangeClass.MAJOR
+            and not major_bumped
+        ):
+            violations.append(
+                f"{c.code} {c.message}: breaking, refused by backwards_compatible without a major bump"
+            )
+    return Verdict(effective, required, declared, declared_ok, tuple(violations))
+
+
+RANK_OF_DECLARED = {"patch": 1, "minor": 2, "major": 3}

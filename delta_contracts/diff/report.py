@@ -1,0 +1,132 @@
+"""Diff results as text, JSON or a Markdown pull-request comment (violations first)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from delta_contracts.diff.changes import Change
+from delta_contracts.diff.policy import Verdict
+
+
+@dataclass(frozen=True)
+class ContractDiff:
+    contract_id: str
+    status: str  # changed | unchanged | new | deleted
+    old_version: str | None
+    new_version: str | None
+    verdict: Verdict | None  # None for new contracts
+    deleted_change: Change | None = None
+
+    @property
+    def ok(self) -> bool:
+        if self.status == "deleted":
+            return False
+        return self.verdict is None or self.verdict.ok
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        if self.deleted_change is not None:
+            return (self.deleted_change,)
+        return self.verdict.changes if self.verdict else ()
+
+
+def _required(d: ContractDiff) -> str:
+    if d.status == "deleted":
+        return "major"
+    if d.verdict is None or d.verdict.required is None:
+        return "none"
+    return d.verdict.required.value
+
+
+def _declared(d: ContractDiff) -> str:
+    return d.verdict.declared if d.verdict else "-"
+
+
+def _problems(d: ContractDiff) -> list[str]:
+    if d.status == "deleted":
+        return [
+            "contract deleted: the table loses its contract "
+            "(a major change; retire it through lifecycle first)"
+        ]
+    if d.verdict is None:
+        return []
+    out = list(d.verdict.violations)
+    if not d.verdict.declared_ok:
+        out.insert(
+            0,
+            f"version {d.old_version} -> {d.new_version} is a {d.verdict.declared} bump; "
+            f"the changes require {_required(d)}",
+        )
+    return out
+
+
+def render_text(diffs: list[ContractDiff]) -> str:
+    lines = []
+    for d in diffs:
+        mark = "ok" if d.ok else "FAIL"
+        versions = f"{d.old_version or '(new)'} -> {d.new_version or '(deleted)'}"
+        lines.append(
+            f"{d.contract_id} {versions}: {d.status}, "
+            f"requires {_required(d)}, declared {_declared(d)} [{mark}]"
+        )
+        for problem in _problems(d):
+            lines.append(f"  ✗ {problem}")
+        for c in d.changes:
+            lines.append(f"  {c.code} {c.change_class.value:<5} {c.field}: {c.message}")
+    failing = sum(not d.ok for d in diffs)
+    lines.append(f"{len(diffs)} contract(s) compared, {failing} failing")
+    return "\n".join(lines)
+
+
+def render_json(diffs: list[ContractDiff]) -> str:
+    payload = [
+        {
+            "contract": d.contract_id,
+            "status": d.status,
+            "old_version": d.old_version,
+            "new_version": d.new_version,
+            "required": _required(d),
+            "declared": _declared(d),
+            "ok": d.ok,
+            "violations": _problems(d),
+            "changes": [c.to_json() for c in d.changes],
+        }
+        for d in diffs
+    ]
+    return json.dumps({"ok": all(d.ok for d in diffs), "contracts": payload}, indent=2)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(diffs: list[ContractDiff]) -> str:
+    ordered = sorted(diffs, key=lambda d: (d.ok, d.contract_id))
+    failing = [d for d in ordered if not d.ok]
+    lines = ["## Data contract changes", ""]
+    lines.append(
+        f"**{len(failing)} failing** of {len(diffs)} changed contract(s)."
+        if failing
+        else f"All {len(diffs)} changed contract(s) pass."
+    )
+    for d in ordered:
+        if d.status == "unchanged":
+            continue
+        icon = "✅" if d.ok else "❌"
+        lines += [
+            "",
+            f"### {icon} `{d.contract_id}` {d.old_version or 'new'} → {d.new_version or 'deleted'}",
+            "",
+        ]
+        lines.append(f"Required bump: **{_required(d)}** · declared: **{_declared(d)}**")
+        problems = _problems(d)
+        if problems:
+            lines += ["", "Violations:"] + [f"- {_cell(p)}" for p in problems]
+        if d.changes:
+            lines += ["", "| code | class | field | change |", "| --- | --- | --- | --- |"]
+            lines += [
+                f"| {c.code} | {c.change_class.value} | `{_cell(c.field)}` | {_cell(c.message)} |"
+                for c in d.changes
+            ]
+    return "\n".join(lines)

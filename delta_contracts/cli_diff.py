@@ -33,6 +33,7 @@ def diff_command(
 
     given = list(paths or [])
     problems: list[Problem] = []
+    skipped = 0
     if base is None:
         if len(given) != 2:
             print("error: give OLD and NEW contract files, or --base REF", file=sys.stderr)
@@ -51,26 +52,30 @@ def diff_command(
         if missing:
             print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
             raise typer.Exit(EXIT_INPUT)
-        current: list[LoadedContract] = []
-        for file in contract_files(roots):
-            try:
-                current.append(load_contract(file))
-            except ContractError as err:
-                problems.extend(err.problems)
         try:
             before = contracts_at(base, roots)
         except GitError as err:
             print(f"error: {err}", file=sys.stderr)
             raise typer.Exit(EXIT_INPUT) from None
         problems.extend(before.problems)
+        unchanged = set(before.unchanged)
+        current: list[LoadedContract] = []
+        for file in contract_files(roots):
+            if file.resolve() in unchanged:
+                continue
+            try:
+                current.append(load_contract(file))
+            except ContractError as err:
+                problems.extend(err.problems)
         pairs = _match(before.contracts, current)
+        skipped = len(unchanged)
     if problems:
         for problem in problems:
             print(str(problem), file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     target = project_for(given[-1] if given else Path("contracts")).project.target
     results = [_compare(old, new, target) for old, new in pairs]
-    _print(results, fmt)
+    _print(results, fmt, skipped)
     raise typer.Exit(EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS)
 
 
@@ -103,7 +108,7 @@ def _compare(old: LoadedContract | None, new: LoadedContract | None, target: Tar
     return ContractDiff(new.contract.id, status, old.contract.version, new.contract.version, result)
 
 
-def _print(results: list[ContractDiff], fmt: OutputFormat) -> None:
+def _print(results: list[ContractDiff], fmt: OutputFormat, unchanged: int) -> None:
     from delta_contracts.diff.report import render_json, render_markdown, render_text
 
     render = {
@@ -111,4 +116,4 @@ def _print(results: list[ContractDiff], fmt: OutputFormat) -> None:
         OutputFormat.JSON: render_json,
         OutputFormat.MARKDOWN: render_markdown,
     }
-    print(render[fmt](results))
+    print(render[fmt](results, unchanged))

@@ -62,7 +62,7 @@ def test_examples_are_clean() -> None:
             "owner: {team: commerce}",
             "owner: {team: commerce",
             2,
-            "c.yaml:5:8: YAML syntax error: expected ',' or '}'",
+            "c.yaml:5:8: YAML syntax error: did not find expected ',' or '}'",
         ),
     ],
 )

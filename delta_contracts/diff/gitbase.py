@@ -28,6 +28,14 @@ class GitError(Exception):
 class BaseContracts:
     contracts: list[LoadedContract]
     problems: list[Problem]
+    unchanged: list[Path]  # working-tree files byte-identical to the ref, under identical contracts.yml
+
+
+def _same_bytes(path: Path, blob: bytes) -> bool:
+    try:
+        return path.read_bytes() == blob
+    except OSError:
+        return False
 
 
 def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
@@ -57,7 +65,11 @@ def _read_blobs(specs: list[str], cwd: Path) -> list[bytes]:
 
 
 def contracts_at(ref: str, roots: list[Path]) -> BaseContracts:
-    """Every contract under `roots` as it was at `ref` (paths as they are in the working tree)."""
+    """Every contract under `roots` as it was at `ref` (paths as they are in the working tree).
+
+    A file byte-identical in the working tree, under unchanged project files, cannot have changed: it is
+    listed as unchanged and not parsed at all, which is what keeps a large repository fast.
+    """
     cwd = Path.cwd()
     top = Path(_git(["rev-parse", "--show-toplevel"], cwd).decode().strip())
     _git(["rev-parse", "--verify", f"{ref}^{{commit}}"], cwd)
@@ -75,8 +87,13 @@ def contracts_at(ref: str, roots: list[Path]) -> BaseContracts:
     project_texts = dict(zip(projects, blobs[: len(projects)], strict=True))
     contracts: list[LoadedContract] = []
     problems: list[Problem] = []
+    unchanged: list[Path] = []
     loaded_projects: dict[str, LoadedProject] = {}
+    projects_same = all(_same_bytes(top / p, b) for p, b in project_texts.items())
     for path, blob in zip(wanted, blobs[len(projects) :], strict=True):
+        if projects_same and _same_bytes(top / path, blob):
+            unchanged.append((top / path).resolve())
+            continue
         shown = Path(f"{ref}:{path}")
         try:
             project = _project_for(path, project_texts, loaded_projects, ref, top)
@@ -85,7 +102,7 @@ def contracts_at(ref: str, roots: list[Path]) -> BaseContracts:
             problems.append(Problem(Location(str(shown), 1, 1), "", "not UTF-8 text", "DC-IO"))
         except ContractError as err:
             problems.extend(err.problems)
-    return BaseContracts(contracts, problems)
+    return BaseContracts(contracts, problems, unchanged)
 
 
 def _project_for(

@@ -61,7 +61,7 @@ def _problems(d: ContractDiff) -> list[str]:
     return out
 
 
-def render_text(diffs: list[ContractDiff]) -> str:
+def render_text(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
     lines = []
     for d in diffs:
         mark = "ok" if d.ok else "FAIL"
@@ -75,11 +75,11 @@ def render_text(diffs: list[ContractDiff]) -> str:
         for c in d.changes:
             lines.append(f"  {c.code} {c.change_class.value:<5} {c.field}: {c.message}")
     failing = sum(not d.ok for d in diffs)
-    lines.append(f"{len(diffs)} contract(s) compared, {failing} failing")
+    lines.append(f"{len(diffs) + unchanged_files} contract(s) compared, {failing} failing")
     return "\n".join(lines)
 
 
-def render_json(diffs: list[ContractDiff]) -> str:
+def render_json(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
     payload = [
         {
             "contract": d.contract_id,
@@ -94,14 +94,16 @@ def render_json(diffs: list[ContractDiff]) -> str:
         }
         for d in diffs
     ]
-    return json.dumps({"ok": all(d.ok for d in diffs), "contracts": payload}, indent=2)
+    return json.dumps(
+        {"ok": all(d.ok for d in diffs), "unchanged_files": unchanged_files, "contracts": payload}, indent=2
+    )
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(diffs: list[ContractDiff]) -> str:
+def render_markdown(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
     ordered = sorted(diffs, key=lambda d: (d.ok, d.contract_id))
     failing = [d for d in ordered if not d.ok]
     lines = ["## Data contract changes", ""]
@@ -110,6 +112,8 @@ def render_markdown(diffs: list[ContractDiff]) -> str:
         if failing
         else f"All {len(diffs)} changed contract(s) pass."
     )
+    if unchanged_files:
+        lines.append(f"{unchanged_files} contract file(s) unchanged.")
     for d in ordered:
         if d.status == "unchanged":
             continue

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_contracts.cli import app
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(REPO / "contracts", tmp_path / "contracts")
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "-c", "user.email=t@example.com", "-c", "user.name=t", "add", "-A")
+    git(tmp_path, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "base")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def commit(repo: Path) -> None:
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "edit")
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_two_files(tmp_path: Path) -> None:
+    old = REPO / "contracts/sales/customers.yaml"
+    new = tmp_path / "contracts/sales/customers.yaml"
+    new.parent.mkdir(parents=True)
+    shutil.copy(REPO / "contracts/contracts.yml", tmp_path / "contracts/contracts.yml")
+    new.write_text(
+        old.read_text()
+        .replace("version: 1.2.0", "version: 1.3.0")
+        .replace("  - name: created_at", "  - name: note\n    type: string\n  - name: created_at")
+    )
+    code, out = run("diff", str(old), str(new))
+    assert code == 0, out
+    assert "DC-AD201" in out and "requires minor, declared minor [ok]" in out
+
+
+def test_unreadable_input_is_exit_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("apiVersion: [")
+    code, out = run("diff", str(bad), str(REPO / "contracts/sales/customers.yaml"))
+    assert code == 2 and "bad.yaml:1:" in out and "Traceback" not in out
+
+
+def test_base_ref_with_added_edited_and_deleted(repo: Path) -> None:
+    edit(repo / "contracts/sales/customers.yaml", "version: 1.2.0", "version: 1.3.0")
+    edit(repo / "contracts/sales/customers.yaml", "checks: {min: 0}", "checks: {min: 0, max: 1000000}")
+    (repo / "contracts/payments/transactions.yaml").unlink()
+    (repo / "contracts/sales/returns.yaml").write_text(
+        "apiVersion: delta-contracts/v1\nid: sales.returns\nversion: 1.0.0\n"
+        "columns:\n  - {name: return_id, type: bigint}\n"
+    )
+    commit(repo)
+    code, out = run("diff", "--base", "HEAD~1", "--format", "json")
+    payload = json.loads(out)
+    by_id = {c["contract"]: c for c in payload["contracts"]}
+    assert code == 1
+    assert by_id["sales.returns"]["status"] == "new" and by_id["sales.returns"]["ok"]
+    assert by_id["payments.transactions"]["status"] == "deleted"
+    assert by_id["payments.transactions"]["changes"][0]["code"] == "DC-DS101"
+    customers = by_id["sales.customers"]
+    assert [c["code"] for c in customers["changes"]] == ["DC-CK301"]
+    assert customers["required"] == "major" and customers["declared"] == "minor" and not customers["ok"]
+    assert by_id["sales.orders"]["status"] == "unchanged"
+
+
+def test_base_ref_clean_change_passes(repo: Path) -> None:
+    edit(repo / "contracts/sales/customers.yaml", "version: 1.2.0", "version: 1.2.1")
+    edit(repo / "contracts/sales/customers.yaml", "Marketing segment.", "Marketing segment (CRM).")
+    code, out = run("diff", "--base", "HEAD")  # uncommitted working tree against HEAD
+    assert code == 0, out
+    assert "sales.customers 1.2.0 -> 1.2.1: changed, requires patch, declared patch [ok]" in out
+
+
+def test_markdown_lists_violations_first(repo: Path) -> None:
+    edit(repo / "contracts/sales/customers.yaml", "version: 1.2.0", "version: 1.2.1")
+    edit(repo / "contracts/sales/customers.yaml", "checks: {min: 1}", "checks: {min: 10}")
+    edit(repo / "contracts/sales/orders.yaml", "version: 3.0.0", "version: 3.0.1")
+    edit(repo / "contracts/sales/orders.yaml", "Order number.", "Order number, unique.")
+    code, out = run("diff", "--base", "HEAD", "-f", "markdown")
+    assert code == 1
+    assert out.index("❌ `sales.customers`") < out.index("✅ `sales.orders`")
+    assert "| DC-CK303 | major | `columns[0].checks.min` |" in out
+
+
+def test_bad_ref_is_exit_2(repo: Path) -> None:
+    code, out = run("diff", "--base", "no-such-ref")
+    assert code == 2 and "error:" in out
+
+
+def test_console_script_end_to_end(repo: Path) -> None:
+    edit(repo / "contracts/sales/customers.yaml", "version: 1.2.0", "version: 1.2.1")
+    done = subprocess.run(
+        [sys.executable, "-m", "delta_contracts", "diff", "--base", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=repo,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "sales.customers 1.2.0 -> 1.2.1: unchanged" in done.stdout

@@ -179,7 +179,20 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
         case CheckAbsent(_, name):
             return live.check(name) is None
         case PropertiesSet(_, properties):
-            return all(live.properties.get(k) == v for k, v in properties)
+            return all(_property_holds(live, k, v) for k, v in properties)
         case TableCommentIs(_, comment):
             return (live.comment or None) == (comment or None)
     raise TypeError(f"unknown condition {condition!r}")
+
+
+# Protocol versions are set like properties but live in the protocol, where a higher version also satisfies.
+_PROTOCOL_KEYS = {
+    "delta.minReaderVersion": "min_reader_version",
+    "delta.minWriterVersion": "min_writer_version",
+}
+
+
+def _property_holds(live: LiveTable, key: str, value: str) -> bool:
+    if key in _PROTOCOL_KEYS:
+        return value.isdigit() and int(getattr(live, _PROTOCOL_KEYS[key])) >= int(value)
+    return live.properties.get(key) == value

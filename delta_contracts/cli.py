@@ -22,6 +22,7 @@ from delta_contracts.cli_common import (
 )
 from delta_contracts.cli_diff import diff_command
 from delta_contracts.cli_plan import plan_command
+from delta_contracts.cli_tables import create_command, drift_command, status_command
 
 app = typer.Typer(
     name="delta-contracts",
@@ -34,6 +35,9 @@ app = typer.Typer(
 
 app.command(name="diff")(diff_command)
 app.command(name="plan")(plan_command)
+app.command(name="create")(create_command)
+app.command(name="drift")(drift_command)
+app.command(name="status")(status_command)
 
 
 @app.command()

@@ -42,3 +42,14 @@ class LiveTable:
     def check(self, name: str) -> str | None:
         folded = name.casefold()
         return next((expr for n, expr in self.checks.items() if n.casefold() == folded), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One entry of a table's Delta history."""
+
+    version: int
+    operation: str
+    timestamp_ms: int
+    user_metadata: str | None
+    engine_info: str | None

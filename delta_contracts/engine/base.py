@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.live import LiveTable
+from delta_contracts.live import Commit, LiveTable
 from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, TableId, holds
 from delta_contracts.plan.ops import Op
 
@@ -102,8 +102,8 @@ class Engine(ABC):
         """Run one statement; rows as dicts."""
 
     @abstractmethod
-    def history(self, table: TableId) -> list[Any]:
-        """The table's commits (deltalog.Commit-like: version, operation, timestamp_ms, user_metadata)."""
+    def history(self, table: TableId) -> list[Commit]:
+        """The table's commits, oldest first."""
 
     @property
     @abstractmethod

@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from delta_contracts.engine.schema_json import columns_from_schema
-from delta_contracts.live import LiveTable
+from delta_contracts.live import Commit, LiveTable
 
 CONSTRAINT_PREFIX = "delta.constraints."
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    version: int
-    operation: str
-    timestamp_ms: int
-    user_metadata: str | None
-    engine_info: str | None
 
 
 def _open(location: str) -> Any:

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from delta_contracts.engine import deltalog
 from delta_contracts.engine.base import CommitLog, Engine, EngineError, OpOutcome
-from delta_contracts.live import LiveTable
+from delta_contracts.live import Commit, LiveTable
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     AddCheck,
@@ -168,7 +168,7 @@ class LocalEngine(Engine):
     def views(self) -> Mapping[TableId, str]:
         return {tuple(json.loads(k)): v for k, v in self._views.items()}
 
-    def history(self, table: TableId) -> list[deltalog.Commit]:
+    def history(self, table: TableId) -> list[Commit]:
         return deltalog.history(str(self.location(table)))
 
     def _version(self, table: TableId) -> int:
@@ -178,7 +178,24 @@ class LocalEngine(Engine):
         handler = self._handlers().get(type(op))
         if handler is None:
             raise EngineError(f"the local engine has no way to run {op.kind}")
-        return handler(replace(op, table=self.local_id(op.table)), tag)
+        if isinstance(op, SetProperties | CreateTable):
+            self._refuse_unsupported_properties(op)
+        try:
+            return handler(replace(op, table=self.local_id(op.table)), tag)
+        except EngineError:
+            raise
+        except Exception as err:  # Sail (Spark Connect) and delta-rs errors, reported with the op
+            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {reason}") from err
+
+    @staticmethod
+    def _refuse_unsupported_properties(op: SetProperties | CreateTable) -> None:
+        props = dict(op.properties)
+        if props.get("delta.enableChangeDataFeed", "false").lower() == "true":
+            raise EngineError(
+                f"{'.'.join(op.table)}: the local engine cannot write Change Data Feed tables "
+                "(Sail 0.7.2: 'Unsupported table features required: [ChangeDataFeed]'); use --engine spark"
+            )
 
     def _handlers(self) -> dict[type[Op], Callable[[Any, str | None], OpOutcome]]:
         handlers: dict[type[Op], Callable[[Any, str | None], OpOutcome]] = {

@@ -1,0 +1,239 @@
+"""Commands that touch live tables: `create`, `drift`, `status`. Engine from flags, env, contracts.yml."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from delta_contracts.cli_common import (
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    EXIT_OK,
+    ContractSet,
+    FormatOption,
+    OutputFormat,
+    PathsArgument,
+)
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.model import Contract
+    from delta_contracts.engine.base import Engine
+
+EngineOption = Annotated[
+    str | None, typer.Option("--engine", help="local (embedded Sail), spark or connect. Default: local.")
+]
+UrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
+WarehouseOption = Annotated[
+    Path | None,
+    typer.Option("--warehouse", help="Warehouse folder of the local engine (default ./warehouse)."),
+]
+
+
+def _open(contracts: ContractSet, engine: str | None, url: str | None, warehouse: Path | None) -> Engine:
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import choose, open_engine
+
+    project = contracts.project
+    try:
+        choice = choose(
+            name=engine,
+            url=url,
+            warehouse=warehouse,
+            project=project.project.engine,
+            project_root=project.root,
+        )
+        print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
+        return open_engine(choice)
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def _physical(contracts: ContractSet, contract: Contract) -> tuple[str, ...]:
+    """Where the contract's data lives: the last planned migration says, else the contract itself."""
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+    from delta_contracts.plan.planner import initial_state
+
+    root = contracts.project.root / contracts.project.project.migrations
+    try:
+        history = load_history(table_folder(root, contract.id))
+    except IntegrityError:
+        history = []
+    return history[-1].state.physical if history else initial_state(contract).physical
+
+
+def create_command(
+    paths: PathsArgument = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Create each contract's Delta table (columns, comments, NOT NULL, CHECKs, partitioning, stamp), or
+    verify the existing table against the contract. Exit 1 when an existing table differs."""
+    from delta_contracts.cli_common import load_valid_contracts
+    from delta_contracts.create import ContractMismatchError, create_table
+    from delta_contracts.engine.base import EngineError
+
+    contracts = load_valid_contracts(paths)
+    target = contracts.project.project.target
+    results: list[dict[str, object]] = []
+    failed = False
+    with _open(contracts, engine, url, warehouse) as live:
+        for item in contracts.contracts:
+            entry: dict[str, object] = {"contract": item.contract.id, "version": item.contract.version}
+            try:
+                result = create_table(live, item.contract, target=target)
+            except ContractMismatchError as err:
+                entry.update(status="differs", differences=[d.to_json() for d in err.differences])
+                failed = True
+            except EngineError as err:
+                entry.update(status="failed", error=str(err))
+                failed = True
+            else:
+                entry.update(
+                    table=result.table,
+                    status="created" if result.created else "verified",
+                    ops=[{"op": o.op_kind, "path": o.path, "version": o.version} for o in result.outcomes],
+                )
+            results.append(entry)
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"tables": results}, indent=2))
+    else:
+        for entry in results:
+            print(
+                f"{entry['contract']} {entry['version']}: {entry['status']} {entry.get('table', '')}".rstrip()
+            )
+            for diff in entry.get("differences", []) or []:  # type: ignore[attr-defined]
+                print(f"  - {diff['message']}")
+            if entry.get("error"):
+                print(f"  error: {entry['error']}")
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def drift_command(
+    paths: PathsArgument = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
+    from delta_contracts.cli_common import load_valid_contracts
+    from delta_contracts.drift import commit_drift, table_drift
+
+    contracts = load_valid_contracts(paths)
+    report: list[dict[str, object]] = []
+    drifted = False
+    with _open(contracts, engine, url, warehouse) as live:
+        for item in contracts.contracts:
+            physical = _physical(contracts, item.contract)
+            table = live.describe(physical)
+            items = table_drift(item.contract, table, physical)
+            if table is not None:
+                last = live.commit_log.last_version(".".join(physical))
+                items += commit_drift(live.history(physical), last)
+            drifted |= any(i.is_drift for i in items)
+            report.append(
+                {
+                    "contract": item.contract.id,
+                    "table": ".".join(physical),
+                    "drift": [i.to_json() for i in items],
+                }
+            )
+    _print_drift(report, fmt)
+    raise typer.Exit(EXIT_FINDINGS if drifted else EXIT_OK)
+
+
+def _print_drift(report: list[dict[str, object]], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"tables": report}, indent=2))
+        return
+    markdown = fmt is OutputFormat.MARKDOWN
+    if markdown:
+        print("| table | kind | detail |\n| --- | --- | --- |")
+    for entry in report:
+        items = entry["drift"]
+        assert isinstance(items, list)
+        real = [i for i in items if i["drift"]]
+        if markdown:
+            for i in items:
+                print(f"| `{entry['table']}` | {i['kind']} | {str(i['message']).replace('|', '/')} |")
+            continue
+        state = f"{len(real)} drift item(s)" if real else "no drift"
+        print(f"{entry['contract']} ({entry['table']}): {state}")
+        for i in items:
+            print(f"  {'✗' if i['drift'] else '·'} {i['kind']}: {i['message']}")
+
+
+def status_command(
+    paths: PathsArgument = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
+    from delta_contracts.cli_common import load_valid_contracts
+    from delta_contracts.contract.model import semver_tuple
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+    from delta_contracts.plan.ops import STAMP_VERSION, Phase
+
+    contracts = load_valid_contracts(paths)
+    root = contracts.project.root / contracts.project.project.migrations
+    rows: list[dict[str, object]] = []
+    with _open(contracts, engine, url, warehouse) as live:
+        for item in contracts.contracts:
+            contract = item.contract
+            try:
+                history = load_history(table_folder(root, contract.id))
+            except IntegrityError as err:
+                rows.append({"contract": contract.id, "version": contract.version, "error": str(err)})
+                continue
+            physical = history[-1].state.physical if history else _physical(contracts, contract)
+            table = live.describe(physical)
+            stamped = table.properties.get(STAMP_VERSION) if table else None
+            pending = []
+            for stored in history:
+                done = stamped is not None and semver_tuple(stored.migration.to_version) <= semver_tuple(
+                    stamped
+                )
+                phases = [p.value for p in Phase if stored.migration.phase(p)]
+                if not done:
+                    pending.append({"migration": stored.migration_id, "phases": phases})
+                    continue
+                contract_ops = stored.migration.phase(Phase.CONTRACT)
+                open_ops = [
+                    op for op in contract_ops if (post := op.postcondition()) and not live.holds(post)
+                ]
+                if open_ops:
+                    pending.append({"migration": stored.migration_id, "phases": ["contract"]})
+            rows.append(
+                {
+                    "contract": contract.id,
+                    "version": contract.version,
+                    "table": ".".join(physical),
+                    "exists": table is not None,
+                    "stamped": stamped,
+                    "pending": pending,
+                }
+            )
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"tables": rows}, indent=2))
+    else:
+        for row in rows:
+            if "error" in row:
+                print(f"{row['contract']}: {row['error']}")
+                continue
+            pend = row["pending"]
+            assert isinstance(pend, list)
+            shown = ", ".join(f"{p['migration']} [{'/'.join(p['phases'])}]" for p in pend) or "none"
+            print(
+                f"{row['contract']} contract {row['version']}, table {row['table']} "
+                f"stamped {row['stamped'] or '(not created)'}; pending: {shown}"
+            )
+    raise typer.Exit(EXIT_OK)

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -275,49 +275,91 @@ class LocalEngine(Engine):
         properties.append("expressions", exp.LocationProperty(this=exp.Literal.string(str(location))))
         return statement
 
-    def _add_column(self, op: AddColumn, tag: str | None) -> OpOutcome:
-        if self._mapped(op.table):
-            spec = replace(op.column, nullable=True, default=None)
+    def _metadata(
+        self,
+        op: Op,
+        tag: str | None,
+        change: Callable[[Any, Any], None],
+        reshape: Callable[[TableShape], TableShape],
+    ) -> OpOutcome:
+        """A metadata-only change through delta-rs; where delta-rs refuses the table (column mapping,
+        column defaults and other writer features it lacks), the same change by a rewrite."""
+        try:
+            change(self._delta_rs(op.table).alter, self._commit_properties(tag))
+        except Exception as err:
+            message = str(err)
+            if "not supported" not in message and "Unsupported table features" not in message:
+                raise
             return self._rewrite(
-                op, add=[spec], detail="delta-rs cannot add columns to a column-mapped table"
+                op, reshape, detail=f"delta-rs refused ({message.splitlines()[0]}): rewritten"
             )
+        self.register(op.table)
+        return self._outcome(op, "delta-rs")
+
+    def _add_column(self, op: AddColumn, tag: str | None) -> OpOutcome:
         from deltalake.schema import Field
 
-        metadata = {"comment": op.column.comment} if op.column.comment is not None else {}
-        field = Field(op.column.name, _delta_type(op.column.type), nullable=True, metadata=metadata)
-        self._delta_rs(op.table).alter.add_columns([field], commit_properties=self._commit_properties(tag))
-        self.register(op.table)
-        return self._outcome(op, "delta-rs")
+        spec = replace(op.column, nullable=True, default=None)
+        metadata = {"comment": spec.comment} if spec.comment is not None else {}
+        field = Field(spec.name, _delta_type(spec.type), nullable=True, metadata=metadata)
+        return self._metadata(
+            op,
+            tag,
+            lambda alter, props: alter.add_columns([field], commit_properties=props),
+            lambda shape: replace(shape, columns=(*shape.columns, spec)),
+        )
 
     def _set_column_comment(self, op: SetColumnComment, tag: str | None) -> OpOutcome:
-        self._delta_rs(op.table).alter.set_column_metadata(
-            op.column, {"comment": op.comment}, commit_properties=self._commit_properties(tag)
+        def reshape(shape: TableShape) -> TableShape:
+            columns = tuple(
+                replace(c, comment=op.comment) if c.name.casefold() == op.column.casefold() else c
+                for c in shape.columns
+            )
+            return replace(shape, columns=columns)
+
+        return self._metadata(
+            op,
+            tag,
+            lambda alter, props: alter.set_column_metadata(
+                op.column, {"comment": op.comment}, commit_properties=props
+            ),
+            reshape,
         )
-        self.register(op.table)
-        return self._outcome(op, "delta-rs")
 
     def _set_table_comment(self, op: SetTableComment, tag: str | None) -> OpOutcome:
-        self._delta_rs(op.table).alter.set_table_description(
-            op.comment, commit_properties=self._commit_properties(tag)
+        return self._metadata(
+            op,
+            tag,
+            lambda alter, props: alter.set_table_description(op.comment, commit_properties=props),
+            lambda shape: replace(shape, comment=op.comment),
         )
-        self.register(op.table)
-        return self._outcome(op, "delta-rs")
 
     def _drop_check(self, op: DropCheck, tag: str | None) -> OpOutcome:
         live = self.describe(op.table)
         name = next((n for n in (live.checks if live else {}) if n.casefold() == op.name.casefold()), op.name)
-        self._delta_rs(op.table).alter.drop_constraint(
-            name, raise_if_not_exists=False, commit_properties=self._commit_properties(tag)
+        return self._metadata(
+            op,
+            tag,
+            lambda alter, props: alter.drop_constraint(
+                name, raise_if_not_exists=False, commit_properties=props
+            ),
+            lambda shape: replace(shape, checks={k: v for k, v in shape.checks.items() if k != name}),
         )
-        self.register(op.table)
-        return self._outcome(op, "delta-rs")
 
     def _drop_not_null(self, op: DropNotNull, tag: str | None) -> OpOutcome:
-        self._delta_rs(op.table).alter.drop_column_not_null(
-            op.column, commit_properties=self._commit_properties(tag)
+        def reshape(shape: TableShape) -> TableShape:
+            columns = tuple(
+                replace(c, nullable=True) if c.name.casefold() == op.column.casefold() else c
+                for c in shape.columns
+            )
+            return replace(shape, columns=columns)
+
+        return self._metadata(
+            op,
+            tag,
+            lambda alter, props: alter.drop_column_not_null(op.column, commit_properties=props),
+            reshape,
         )
-        self.register(op.table)
-        return self._outcome(op, "delta-rs")
 
     def _set_properties(self, op: SetProperties, tag: str | None) -> OpOutcome:
         wanted = dict(op.properties)
@@ -325,7 +367,11 @@ class LocalEngine(Engine):
             # Sail sets the property without giving fields physical names, which leaves a table no reader
             # can open, and delta-rs refuses; so the table is rewritten with mapping on from the start.
             mapping = {k: v for k, v in wanted.items() if k.startswith("delta.columnMapping.")}
-            outcome = self._rewrite(op, properties=mapping, detail="enabling column mapping needs a rewrite")
+            outcome = self._rewrite(
+                op,
+                lambda shape: replace(shape, properties={**shape.properties, **mapping}),
+                detail="enabling column mapping needs a rewrite",
+            )
             rest = {k: v for k, v in wanted.items() if k not in mapping and k not in _INTERNAL_PROPERTIES}
             if rest:
                 self.sql(render(replace(op, properties=tuple(rest.items()))))
@@ -370,18 +416,21 @@ class LocalEngine(Engine):
         return OpOutcome(op.kind, ".".join(op.table), None, "sql", f"deleted {location}")
 
     def _drop_columns(self, op: DropColumns, tag: str | None) -> OpOutcome:
-        return self._rewrite(op, drop={c.casefold() for c in op.columns}, detail="Sail has no DROP COLUMNS")
+        dropped = {c.casefold() for c in op.columns}
+
+        def reshape(shape: TableShape) -> TableShape:
+            if dropped & {c.casefold() for c in shape.partition_columns}:
+                raise EngineError(f"{op.summary()}: partition columns cannot be dropped")
+            return replace(
+                shape,
+                columns=tuple(c for c in shape.columns if c.name.casefold() not in dropped),
+                checks={n: e for n, e in shape.checks.items() if not (x.referenced_columns(e) & dropped)},
+            )
+
+        return self._rewrite(op, reshape, detail="Sail has no DROP COLUMNS")
 
     # -- rewrite ---------------------------------------------------------------------------------------------
-    def _rewrite(
-        self,
-        op: Op,
-        *,
-        drop: set[str] | None = None,
-        add: list[ColumnSpec] | None = None,
-        properties: dict[str, str] | None = None,
-        detail: str = "",
-    ) -> OpOutcome:
+    def _rewrite(self, op: Op, reshape: Callable[[TableShape], TableShape], *, detail: str = "") -> OpOutcome:
         """Rebuild the table in its new shape beside the old one, then swap the directories.
 
         The old files stay in place until the new table is complete; a crash before the swap leaves the old
@@ -391,41 +440,34 @@ class LocalEngine(Engine):
         live = self.describe(table)
         if live is None:
             raise EngineError(f"{op.summary()}: table {'.'.join(table)} does not exist")
-        dropped = drop or set()
-        partition = {c.casefold() for c in live.partition_columns}
-        if dropped & partition:
-            raise EngineError(f"{op.summary()}: partition columns cannot be dropped")
-        kept = [c for c in live.columns if c.name.casefold() not in dropped]
-        specs = [ColumnSpec(c.name, c.type, c.nullable, c.comment, c.default) for c in kept] + list(add or [])
-        props = {k: v for k, v in live.properties.items() if k not in _INTERNAL_PROPERTIES} | (
-            properties or {}
-        )
-        checks = {
-            name: expr for name, expr in live.checks.items() if not (x.referenced_columns(expr) & dropped)
-        }
+        shape = reshape(TableShape.of(live))
         token = uuid.uuid4().hex[:12]
         staging = self.state / "rewrite" / f"{table[0]}.{table[1]}.{token}"
         staging_id = ("__delta_contracts_rewrite", f"t_{token}")
         create = CreateTable(
             table=staging_id,
             phase=op.phase,
-            columns=tuple(specs),
-            partitioned_by=live.partition_columns,
-            comment=live.comment,
-            properties=tuple(sorted(props.items())),
+            columns=shape.columns,
+            partitioned_by=shape.partition_columns,
+            comment=shape.comment,
+            properties=tuple(sorted(shape.properties.items())),
         )
         self._exec(exp.Create(this=x.ident(staging_id[0]), kind="SCHEMA", exists=True))
         self._exec(self._create_statement(create, staging))
         try:
-            values: list[exp.Expr] = [x.column(c.name) for c in kept]
-            values += [x.cast(exp.Null(), spec.type) for spec in add or []]
-            select = exp.select(*values).from_(x.table(table))
+            existing = {c.name.casefold() for c in live.columns}
+            values: list[exp.Expr] = [
+                x.column(c.name) if c.name.casefold() in existing else x.cast(exp.Null(), c.type)
+                for c in shape.columns
+            ]
             insert = exp.Insert(
-                this=exp.Schema(this=x.table(staging_id), expressions=[x.ident(s.name) for s in specs]),
-                expression=select,
+                this=exp.Schema(
+                    this=x.table(staging_id), expressions=[x.ident(c.name) for c in shape.columns]
+                ),
+                expression=exp.select(*values).from_(x.table(table)),
             )
             self._exec(insert)
-            for name, expression in checks.items():
+            for name, expression in shape.checks.items():
                 self.sql(render(AddCheck(table=staging_id, phase=op.phase, name=name, expression=expression)))
         finally:
             self._exec(exp.Drop(tables=[x.table(staging_id)], kind="TABLE", exists=True))
@@ -438,6 +480,27 @@ class LocalEngine(Engine):
         self.register(table)
         shutil.rmtree(retired)
         return self._outcome(op, "rewrite", detail)
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What a rewrite rebuilds: everything about a table but its data."""
+
+    columns: tuple[ColumnSpec, ...]
+    properties: dict[str, str]
+    checks: dict[str, str]
+    partition_columns: tuple[str, ...]
+    comment: str | None
+
+    @classmethod
+    def of(cls, live: LiveTable) -> TableShape:
+        return cls(
+            columns=tuple(ColumnSpec(c.name, c.type, c.nullable, c.comment, c.default) for c in live.columns),
+            properties={k: v for k, v in live.properties.items() if k not in _INTERNAL_PROPERTIES},
+            checks=dict(live.checks),
+            partition_columns=live.partition_columns,
+            comment=live.comment,
+        )
 
 
 def _delta_type(type_text: str) -> Any:

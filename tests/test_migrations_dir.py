@@ -112,7 +112,7 @@ def test_invalid_contract_stops_plan_with_exit_2(project: Path) -> None:
     path.write_text(path.read_text().replace("type: bigint", "type: bigint2", 1))
     code, out = run("plan")
     assert code == 2
-    assert "customers.yaml:13:11: columns[0].type: invalid type" in out
+    assert "customers.yaml:15:11: columns[0].type: invalid type" in out
 
 
 def test_committed_example_migrations_are_current(monkeypatch: pytest.MonkeyPatch) -> None:

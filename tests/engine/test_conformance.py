@@ -57,7 +57,8 @@ def fresh_table(engine: Engine, *, rows: bool = True) -> tuple[str, str]:
     engine.apply_op(create)
     if rows:
         engine.sql(
-            f"INSERT INTO `{table[0]}`.`t` VALUES (1, 10, 'a', DATE'2024-01-01'), (2, NULL, NULL, DATE'2024-01-02')"
+            f"INSERT INTO `{table[0]}`.`t` VALUES "
+            "(1, 10, 'a', DATE'2024-01-01'), (2, NULL, NULL, DATE'2024-01-02')"
         )
     return table
 

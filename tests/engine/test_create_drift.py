@@ -1,4 +1,4 @@
-"""create_table from each example contract round-trips; out-of-band changes are drift, data changes are not."""
+"""create_table round-trips every example; out-of-band changes are drift, data changes are not."""
 
 from __future__ import annotations
 

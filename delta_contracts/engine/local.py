@@ -60,6 +60,7 @@ def _start_sail() -> tuple[Any, Any]:
     from pysail.spark import SparkConnectServer
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("RUST_LOG", "error")  # Sail logs every session at INFO otherwise
     server = SparkConnectServer(ip="127.0.0.1", port=0)
     server.start(background=True)
     _, port = server.listening_address

@@ -273,3 +273,15 @@ def test_metadata_ops_on_a_table_with_column_defaults(engine: Engine) -> None:
     assert state["fields"]["note"]["metadata"]["CURRENT_DEFAULT"] == "'n/a'"
     assert state["fields"]["id"]["nullable"] is True
     assert engine.sql(f"SELECT count(*) AS n FROM `{table[0]}`.`t`")[0]["n"] == 2
+
+
+def test_commits_are_tagged_where_the_path_allows(engine: Engine) -> None:
+    table = fresh_table(engine)
+    outcome = engine.apply_op(
+        SetTableComment(table=table, phase=E, comment="Tagged."), tag="migration 0002 op 3"
+    )
+    commit = next(c for c in engine.history(table) if c.version == outcome.version)
+    # local: through delta-rs CommitProperties; spark: the commitInfo.userMetadata conf.
+    assert outcome.path == ("delta-rs" if engine.name == "local" else "sql")
+    assert commit.user_metadata == "migration 0002 op 3"
+    assert engine.commit_log.last_version(".".join(table)) == outcome.version

@@ -1,0 +1,48 @@
+"""Engine settings: flags win over environment variables, which win over contracts.yml."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from delta_contracts.contract.project import EngineSettings
+from delta_contracts.engine.base import EngineError
+from delta_contracts.engine.select import choose
+
+PROJECT = EngineSettings(name="spark", url=None, warehouse="../wh-from-yml")
+ROOT = Path("/repo/contracts")
+
+
+def test_contracts_yml_applies_without_flags_or_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("DELTA_CONTRACTS_ENGINE", "DELTA_CONTRACTS_URL", "DELTA_CONTRACTS_WAREHOUSE"):
+        monkeypatch.delenv(key, raising=False)
+    choice = choose(name=None, url=None, warehouse=None, project=PROJECT, project_root=ROOT)
+    assert (choice.name, choice.warehouse) == ("spark", ROOT / "../wh-from-yml")
+
+
+def test_environment_beats_contracts_yml(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DELTA_CONTRACTS_ENGINE", "local")
+    monkeypatch.setenv("DELTA_CONTRACTS_WAREHOUSE", "/tmp/env-wh")
+    choice = choose(name=None, url=None, warehouse=None, project=PROJECT, project_root=ROOT)
+    assert (choice.name, choice.warehouse) == ("local", Path("/tmp/env-wh"))
+
+
+def test_flags_beat_everything(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DELTA_CONTRACTS_ENGINE", "local")
+    monkeypatch.setenv("DELTA_CONTRACTS_URL", "sc://env:15002")
+    choice = choose(
+        name="connect", url="sc://flag:15002", warehouse=Path("w"), project=PROJECT, project_root=ROOT
+    )
+    assert (choice.name, choice.url, choice.warehouse) == ("connect", "sc://flag:15002", Path("w"))
+
+
+def test_connect_needs_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DELTA_CONTRACTS_URL", raising=False)
+    with pytest.raises(EngineError, match="needs --url"):
+        choose(name="connect", url=None, warehouse=None, project=PROJECT, project_root=ROOT)
+
+
+def test_unknown_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(EngineError, match="unknown engine 'duckdb'"):
+        choose(name="duckdb", url=None, warehouse=None, project=PROJECT, project_root=ROOT)

@@ -17,7 +17,7 @@ def test_notebook_runs(notebook: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     namespace: dict[str, object] = {"__name__": "__notebook__"}
     for cell in cells:
         if cell["cell_type"] == "code":
-            exec(compile("".join(cell["source"]), f"{notebook.name}", "exec"), namespace)  # noqa: S102
+            exec(compile("".join(cell["source"]), f"{notebook.name}", "exec"), namespace)
     # the notebook asserts its own expectations; here: it really created the table it shows
     result = namespace.get("result")
     assert result is not None and getattr(result, "created", False)

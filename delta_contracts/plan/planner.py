@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
@@ -48,6 +49,7 @@ from delta_contracts.plan.rules import CheckRule, column_rules, contract_rules, 
 from delta_contracts.target import Target
 
 TableId = tuple[str, ...]
+Enable = Callable[[tuple[str, str], str], None]
 
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
 TYPE_WIDENING = ("delta.enableTypeWidening", "true")
@@ -228,6 +230,11 @@ def _plan_in_place(
     old_rules, new_rules = contract_rules(old), contract_rules(new)
 
     def enable(prop: tuple[str, str], why: str) -> None:
+        if prop == COLUMN_DEFAULTS:
+            b.warn(
+                f"{table_name(t)}: column defaults need the allowColumnDefaults feature "
+                "(an irreversible protocol upgrade)"
+            )
         if props.get(prop[0]) != prop[1]:
             extra = MAPPING_PROTOCOL if prop == COLUMN_MAPPING else ()
             b.add(SetProperties(table=t, phase=Phase.EXPAND, properties=(prop, *extra), reason=why))
@@ -312,15 +319,7 @@ def _plan_in_place(
             AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}")
         )
         if after.default is not None:
-            b.add(
-                SetColumnDefault(
-                    table=t,
-                    phase=Phase.EXPAND,
-                    column=after.name,
-                    default=column_spec(after).default or "",
-                    reason="default",
-                )
-            )
+            _set_default(b, t, after, enable)
         source = x.column(before.name)
         value = (
             source
@@ -418,9 +417,8 @@ def _tighten_not_null(b: _Builder, t: TableId, column: str, target: Target) -> N
 
 
 def _kept_column(
-    b: _Builder, t: TableId, before: Column, after: Column, target: Target, enable: object
+    b: _Builder, t: TableId, before: Column, after: Column, target: Target, enable: Enable
 ) -> None:
-    assert callable(enable)
     old_type, new_type = parse_type(before.type), parse_type(after.type)
     if old_type != new_type:
         enable(TYPE_WIDENING, "type widening")
@@ -449,16 +447,7 @@ def _kept_column(
         if after.default is None:
             b.add(DropColumnDefault(table=t, phase=Phase.EXPAND, column=after.name, reason="default removed"))
         else:
-            enable(COLUMN_DEFAULTS, "column defaults")
-            b.add(
-                SetColumnDefault(
-                    table=t,
-                    phase=Phase.EXPAND,
-                    column=after.name,
-                    default=column_spec(after).default or "",
-                    reason="default",
-                )
-            )
+            _set_default(b, t, after, enable)
     if before.nullable and not after.nullable:
         _tighten_not_null(b, t, after.name, target)
     elif not before.nullable and after.nullable:
@@ -471,22 +460,21 @@ def _kept_column(
         b.add(DropNotNull(table=t, phase=Phase.EXPAND, column=after.name, reason="nullable again"))
 
 
-def _added_column(b: _Builder, t: TableId, column: Column, target: Target, enable: object) -> None:
-    assert callable(enable)
+def _set_default(b: _Builder, t: TableId, column: Column, enable: Enable) -> None:
+    enable(COLUMN_DEFAULTS, "column defaults")
+    default = column_spec(column).default or ""
+    b.add(
+        SetColumnDefault(table=t, phase=Phase.EXPAND, column=column.name, default=default, reason="default")
+    )
+
+
+def _added_column(b: _Builder, t: TableId, column: Column, target: Target, enable: Enable) -> None:
     spec = column_spec(column)
     if spec.default is not None:
         enable(COLUMN_DEFAULTS, "column defaults")
     b.add(AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column"))
     if spec.default is not None:
-        b.warn(
-            f"{table_name(t)}: column defaults need the allowColumnDefaults feature "
-            "(an irreversible protocol upgrade)"
-        )
-        b.add(
-            SetColumnDefault(
-                table=t, phase=Phase.EXPAND, column=column.name, default=spec.default, reason="default"
-            )
-        )
+        _set_default(b, t, column, enable)
     if not column.nullable:
         if spec.default is not None:
             b.add(

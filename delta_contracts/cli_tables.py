@@ -73,8 +73,7 @@ def create_command(
     warehouse: WarehouseOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
-    """Create each contract's Delta table (columns, comments, NOT NULL, CHECKs, partitioning, stamp), or
-    verify the existing table against the contract. Exit 1 when an existing table differs."""
+    """Create each contract's Delta table, or verify an existing one. Exit 1 when it differs."""
     from delta_contracts.cli_common import load_valid_contracts
     from delta_contracts.create import ContractMismatchError, create_table
     from delta_contracts.engine.base import EngineError

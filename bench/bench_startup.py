@@ -25,7 +25,8 @@ def main() -> None:
     help_time = median_seconds([sys.executable, "-m", "delta_contracts", "--help"])
     lint_time = median_seconds([sys.executable, "-m", "delta_contracts", "lint", "contracts"])
     print(f"python -c pass (baseline): {baseline:.3f} s")
-    print(f"delta-contracts --help:    {help_time:.3f} s  ({help_time / baseline:.1f}x baseline; target < 0.5 s)")
+    ratio = help_time / baseline
+    print(f"delta-contracts --help:    {help_time:.3f} s  ({ratio:.1f}x baseline; target < 0.5 s)")
     print(f"delta-contracts lint:      {lint_time:.3f} s  ({lint_time / baseline:.1f}x baseline)")
 
 

@@ -320,29 +320,17 @@ def _plan_in_place(
         )
         if after.default is not None:
             _set_default(b, t, after, enable)
-        source = x.column(before.name)
-        value = (
-            source
-            if parse_type(before.type) == parse_type(after.type)
-            else x.cast(source, canonical(after.type))
+        fill = Backfill(
+            table=t,
+            phase=Phase.POPULATE,
+            column=after.name,
+            expression=_converted(before.name, before.type, after.type),
+            reason=f"copy {before.name}",
         )
-        expression = x.sql(value)
+        b.add(fill)
         b.add(
-            Backfill(
-                table=t,
-                phase=Phase.POPULATE,
-                column=after.name,
-                expression=expression,
-                reason=f"copy {before.name}",
-            )
-        )
-        b.add(
-            Backfill(
-                table=t,
-                phase=Phase.CUTOVER,
-                column=after.name,
-                expression=expression,
-                reason=f"catch rows written to {before.name} only since populate",
+            replace(
+                fill, phase=Phase.CUTOVER, reason=f"catch rows written to {before.name} only since populate"
             )
         )
         if not after.nullable:
@@ -578,6 +566,12 @@ def _plan_versioned(
     return migration, after_state
 
 
+def _converted(source: str, from_type: str, to_type: str) -> str:
+    """`source` as `to_type`: the column itself when the types agree, else a CAST."""
+    value = x.column(source)
+    return x.sql(value if parse_type(from_type) == parse_type(to_type) else x.cast(value, canonical(to_type)))
+
+
 def _copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str], ...]:
     sources = {after.name: before for before, after in pairing.matched}
     mapping = []
@@ -587,9 +581,7 @@ def _copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str
             value = x.literal(column.default) if column.default is not None else x.literal(None)
             mapping.append((column.name, x.sql(x.cast(value, canonical(column.type)))))
             continue
-        source = x.column(before.name)
-        same = parse_type(before.type) == parse_type(column.type)
-        mapping.append((column.name, x.sql(source if same else x.cast(source, canonical(column.type)))))
+        mapping.append((column.name, _converted(before.name, before.type, column.type)))
     return tuple(mapping)
 
 
@@ -601,9 +593,7 @@ def _compat_columns(pairing: ColumnPairing, old: Contract) -> tuple[tuple[str, s
         after = targets.get(column.name)
         if after is None:
             return None
-        source = x.column(after.name)
-        same = parse_type(after.type) == parse_type(column.type)
-        columns.append((column.name, x.sql(source if same else x.cast(source, canonical(column.type)))))
+        columns.append((column.name, _converted(after.name, after.type, column.type)))
     return tuple(columns)
 
 

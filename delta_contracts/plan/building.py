@@ -1,0 +1,139 @@
+"""Pieces every planning recipe shares: table state, naming, the builder, the create and stamp ops."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
+from delta_contracts.contract.types import canonical, parse_type
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.ops import (
+    STAMP_ID,
+    STAMP_SCHEMA_HASH,
+    STAMP_VERSION,
+    AddCheck,
+    ColumnSpec,
+    CreateTable,
+    Gate,
+    Op,
+    Phase,
+    StampContract,
+    table_name,
+)
+from delta_contracts.plan.rules import contract_rules, schema_hash
+
+TableId = tuple[str, ...]
+
+COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
+TYPE_WIDENING = ("delta.enableTypeWidening", "true")
+COLUMN_DEFAULTS = ("delta.feature.allowColumnDefaults", "supported")
+# Column mapping needs reader 2 / writer 5 (DESIGN.md, "Delta facts").
+MAPPING_PROTOCOL = (("delta.minReaderVersion", "2"), ("delta.minWriterVersion", "5"))
+
+
+class PlanError(ValueError):
+    """The change cannot be planned as declared (e.g. a versioned rewrite without a major bump)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TableState:
+    """Where the table stands before the migration: its physical table and the features already on."""
+
+    physical: TableId
+    properties: tuple[tuple[str, str], ...] = ()
+
+
+def versioned_name(contract: Contract, major: int | None = None) -> TableId:
+    parts = contract.table_parts
+    number = semver_tuple(contract.version)[0] if major is None else major
+    return (*parts[:-1], f"{parts[-1]}__v{number}")
+
+
+def initial_state(contract: Contract) -> TableState:
+    physical = (
+        versioned_name(contract)
+        if contract.table.versioning is Versioning.VERSIONED
+        else contract.table_parts
+    )
+    return TableState(physical, tuple(sorted(contract.table.properties.items())))
+
+
+def column_spec(column: Column) -> ColumnSpec:
+    default = x.sql(x.literal(column.default)) if column.default is not None else None
+    return ColumnSpec(column.name, canonical(column.type), column.nullable, column.description, default)
+
+
+@dataclass
+class Builder:
+    """Collects ops per phase while the recipes run; phase order is fixed when the migration is built."""
+
+    table: TableId
+    ops: dict[Phase, list[Op]] = field(default_factory=lambda: {p: [] for p in Phase})
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, op: Op) -> None:
+        if op not in self.ops[op.phase]:
+            self.ops[op.phase].append(op)
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def all_ops(self) -> tuple[Op, ...]:
+        return tuple(op for phase in Phase for op in self.ops[phase])
+
+
+def stamp_op(table: TableId, contract: Contract) -> StampContract:
+    props = (
+        (STAMP_ID, contract.id),
+        (STAMP_VERSION, contract.version),
+        (STAMP_SCHEMA_HASH, schema_hash(contract)),
+    )
+    return StampContract(
+        table=table, phase=Phase.CUTOVER, properties=props, reason="record the contract version"
+    )
+
+
+def gate_for(contract: Contract, objects: list[str], deprecated_by: str) -> Gate:
+    return Gate(
+        contract.evolution.deprecation_window,
+        contract.evolution.reader_lookback,
+        deprecated_by,
+        tuple(objects),
+    )
+
+
+def create_properties(contract: Contract) -> tuple[tuple[str, str], ...]:
+    props = dict(contract.table.properties)
+    if any(c.default is not None for c in contract.columns):
+        props.setdefault(*COLUMN_DEFAULTS)
+    return tuple(sorted(props.items()))
+
+
+def create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:
+    ops: list[Op] = [
+        CreateTable(
+            table=table,
+            phase=phase,
+            columns=tuple(column_spec(c) for c in contract.columns),
+            partitioned_by=contract.table.partitioned_by,
+            clustered_by=contract.table.clustered_by,
+            comment=contract.description,
+            properties=create_properties(contract),
+            reason=f"create {table_name(table)} from contract {contract.id} {contract.version}",
+        )
+    ]
+    for rule in contract_rules(contract).values():
+        ops.append(
+            AddCheck(
+                table=table, phase=phase, name=rule.name, expression=rule.expression, reason="contract rule"
+            )
+        )
+    return ops
+
+
+def converted(source: str, from_type: str, to_type: str) -> str:
+    """`source` as `to_type`: the column itself when the types agree, else a CAST."""
+    value = x.column(source)
+    return x.sql(value if parse_type(from_type) == parse_type(to_type) else x.cast(value, canonical(to_type)))

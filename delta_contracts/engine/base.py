@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.live import Commit, LiveTable
-from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, TableId, holds
+from delta_contracts.plan.conditions import AllOf, AnyOf, Condition, NoRowsWhere, TableId, holds
 from delta_contracts.plan.ops import Op
 
 
@@ -144,6 +144,8 @@ class Engine(ABC):
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, AllOf):
             return all(self.holds(c) for c in condition.conditions)
+        if isinstance(condition, AnyOf):
+            return any(self.holds(c) for c in condition.conditions)
         tables = {t: live for t in _tables_of(condition) if (live := self.describe(t)) is not None}
         return holds(condition, tables, dict(self.views()))
 
@@ -179,7 +181,7 @@ class Engine(ABC):
 
 
 def _tables_of(condition: Condition) -> list[TableId]:
-    if isinstance(condition, AllOf):
+    if isinstance(condition, AllOf | AnyOf):
         return [t for c in condition.conditions for t in _tables_of(c)]
     table = getattr(condition, "table", None) or getattr(condition, "view", None)
     return [table] if table is not None else []

@@ -110,6 +110,13 @@ class AllOf:
     conditions: tuple[Condition, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """Holds when one of its conditions holds; evaluated in order, so cheap metadata checks go first."""
+
+    conditions: tuple[Condition, ...]
+
+
 Condition = (
     TableExists
     | TableAbsent
@@ -126,12 +133,13 @@ Condition = (
     | TableCommentIs
     | NoRowsWhere
     | AllOf
+    | AnyOf
 )
 DATA_CONDITIONS = (NoRowsWhere,)
 
 
 def is_data_condition(condition: Condition) -> bool:
-    if isinstance(condition, AllOf):
+    if isinstance(condition, AllOf | AnyOf):
         return any(is_data_condition(c) for c in condition.conditions)
     return isinstance(condition, DATA_CONDITIONS)
 
@@ -141,10 +149,12 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
     match condition:
         case AllOf(conditions):
             return all(holds(c, tables, views) for c in conditions)
+        case AnyOf(conditions):
+            return any(holds(c, tables, views) for c in conditions)
         case TableExists(table):
             return table in tables
         case TableAbsent(table):
-            return table not in tables and table not in views
+            return table not in tables  # a view of that name is not the table (the alias after a rename)
         case ViewDefined(view, query):
             return view in views and same_expression(views[view], query)
         case NoRowsWhere():

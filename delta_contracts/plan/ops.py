@@ -13,6 +13,7 @@ from typing import ClassVar
 
 from delta_contracts.plan.conditions import (
     AllOf,
+    AnyOf,
     CheckAbsent,
     CheckIs,
     ColumnAbsent,
@@ -228,6 +229,13 @@ class MarkDeprecated(SetProperties):
         props.append((DEPRECATED_SINCE, since))
         return cls(table=table, phase=Phase.CUTOVER, properties=tuple(props), reason=reason)
 
+    def postcondition(self) -> Condition:
+        # A retired table may already be gone (its gated drop ran): then there is nothing left to mark.
+        marks = PropertiesSet(self.table, self.properties)
+        if (DEPRECATED_TABLE, "true") in self.properties:
+            return AnyOf((TableAbsent(self.table), marks))
+        return marks
+
     def summary(self) -> str:
         return "mark deprecated: " + ", ".join(f"{k}={v}" for k, v in self.properties)
 
@@ -313,7 +321,8 @@ class DropNotNull(Op):
     column: str
 
     def postcondition(self) -> Condition:
-        return ColumnNullable(self.table, self.column, True)
+        # Relaxing a deprecated column is moot once the contract phase dropped it.
+        return AnyOf((ColumnAbsent(self.table, self.column), ColumnNullable(self.table, self.column, True)))
 
     def summary(self) -> str:
         return f"drop NOT NULL of {self.column}"
@@ -328,9 +337,11 @@ class Backfill(Op):
     expression: str
 
     def postcondition(self) -> Condition:
-        from delta_contracts.plan.expressions import backfill_pending
+        from delta_contracts.plan.expressions import backfill_pending, referenced_columns
 
-        return NoRowsWhere(self.table, backfill_pending(self.column, self.expression))
+        # Once a source column is dropped (the contract phase ran) there is nothing left to copy.
+        gone = tuple(ColumnAbsent(self.table, c) for c in sorted(referenced_columns(self.expression)))
+        return AnyOf((*gone, NoRowsWhere(self.table, backfill_pending(self.column, self.expression))))
 
     def summary(self) -> str:
         return f"backfill {self.column} = {self.expression}"
@@ -344,10 +355,11 @@ class CopyRows(Op):
     source: TableId
     mapping: tuple[tuple[str, str], ...]  # (target column, SQL expression over the source)
 
-    def postcondition(self) -> None:
-        # Always rerun: the cutover copy exists to catch rows written after the populate copy, and an
-        # overwrite is idempotent, so running it again is safe.
-        return None
+    def postcondition(self) -> Condition:
+        # The copy reruns for as long as its source is a table — the cutover copy exists to catch rows written
+        # after the populate copy, and an overwrite is idempotent. Once the source was renamed away or
+        # dropped (cutover or contract ran), copying is over.
+        return TableAbsent(self.source)
 
     def precondition(self) -> Condition:
         return AllOf((TableExists(self.source), TableExists(self.table)))
@@ -362,7 +374,9 @@ class RenameTable(Op):
     new_name: TableId
 
     def postcondition(self) -> Condition:
-        return AllOf((TableExists(self.new_name), TableAbsent(self.table)))
+        # No table left under the old name: renamed already (the name may now be the alias view), or the
+        # renamed table has since been dropped by the contract phase.
+        return TableAbsent(self.table)
 
     def summary(self) -> str:
         return f"rename table {table_name(self.table)} -> {table_name(self.new_name)}"

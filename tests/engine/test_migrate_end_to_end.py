@@ -40,7 +40,8 @@ def test_orders_history_applies_and_resumes(tmp_path: Path) -> None:
                 assert engine.sql("SELECT `channel` FROM `sales`.`orders`")[0]["channel"] == "web"
                 engine.sql(  # added columns come last in the table, whatever the contract's order
                     "INSERT INTO `sales`.`orders` (`order_id`, `customer_id`, `amount`, `status`, "
-                    "`coupon_code`, `channel`, `order_date`, `created_at`) VALUES (2, 8, 30.00, 'SHIPPED', 'SAVE10', 'app', "
+                    "`coupon_code`, `channel`, `order_date`, `created_at`) "
+                    "VALUES (2, 8, 30.00, 'SHIPPED', 'SAVE10', 'app', "
                     "DATE'2026-11-02', TIMESTAMP'2026-11-02 10:00:00')"
                 )
 

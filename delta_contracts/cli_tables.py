@@ -123,7 +123,7 @@ def drift_command(
 ) -> None:
     """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
     from delta_contracts.cli_common import load_valid_contracts
-    from delta_contracts.drift import commit_drift, table_drift
+    from delta_contracts.drift import alias_drift, commit_drift, table_drift
 
     contracts = load_valid_contracts(paths)
     report: list[dict[str, object]] = []
@@ -133,6 +133,7 @@ def drift_command(
             physical = _physical(contracts, item.contract)
             table = live.describe(physical)
             items = table_drift(item.contract, table, physical)
+            items += alias_drift(item.contract, physical, live.views())
             if table is not None:
                 last = live.commit_log.last_version(".".join(physical))
                 items += commit_drift(live.history(physical), last)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.drift import DriftItem, table_drift
+from delta_contracts.drift import DriftItem, alias_drift, table_drift
 from delta_contracts.plan.planner import initial_state, plan
 from delta_contracts.target import DEFAULT_TARGET, Target
 
@@ -71,7 +71,7 @@ def create_table(
     name = ".".join(physical)
     live = engine.describe(physical)
     if live is not None:
-        found = table_drift(model, live, physical)
+        found = table_drift(model, live, physical) + alias_drift(model, physical, engine.views())
         differences = [d for d in found if d.is_drift]
         if differences:
             raise ContractMismatchError(name, differences)

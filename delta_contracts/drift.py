@@ -8,7 +8,7 @@ Columns the table still carries because they await their gated drop (listed in
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from delta_contracts.contract.model import Contract
@@ -253,3 +253,35 @@ def commit_drift(commits: Sequence[Commit], last_toolkit_version: int | None) ->
             )
         )
     return items
+
+
+def alias_drift(
+    contract: Contract, physical: tuple[str, ...], views: Mapping[tuple[str, ...], str]
+) -> list[DriftItem]:
+    """A table served under another name must be read through the alias view `<id>` pointing at it."""
+    alias = contract.table_parts
+    if physical == alias:
+        return []
+    from delta_contracts.plan.ops import CreateView, Phase
+    from delta_contracts.plan.render import view_query_sql
+
+    want = view_query_sql(CreateView(table=alias, phase=Phase.CUTOVER, source=physical))
+    local = {key[-2:]: query for key, query in views.items()}
+    found = views.get(alias, local.get(alias[-2:]))
+    if found is None:
+        return [
+            DriftItem(
+                "alias-view", table_name(alias), want, None, f"alias view {table_name(alias)} is missing"
+            )
+        ]
+    if not same_expression(found, want):
+        return [
+            DriftItem(
+                "alias-view",
+                table_name(alias),
+                want,
+                found,
+                f"alias view {table_name(alias)} does not read {table_name(physical)}",
+            )
+        ]
+    return []

@@ -68,7 +68,8 @@ def _start_sail() -> tuple[Any, Any]:
     # PySpark flags the whole process as "Spark Connect mode" when a remote session is made, which would
     # turn a user's later classic SparkSession (same notebook, same process) into a Connect one.
     flagged = "SPARK_CONNECT_MODE_ENABLED" in os.environ
-    session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
+    # create(), not getOrCreate(): that would hand back another engine's session in the same process.
+    session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
     if not flagged:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     return server, session

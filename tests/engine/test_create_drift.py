@@ -149,3 +149,19 @@ def test_a_second_process_sees_tables_and_views(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["1", "300"]
+
+
+def test_versioned_table_needs_its_alias_view(local_engine: Engine) -> None:
+    from delta_contracts.drift import alias_drift
+
+    contract = renamed(EXAMPLES["sales.orders"])
+    create_table(local_engine, contract)
+    physical = initial_state(contract).physical
+    assert physical[-1] == "orders__v3"
+    assert alias_drift(contract, physical, local_engine.views()) == []
+    schema = contract.table_parts[0]
+    local_engine.sql(f"CREATE OR REPLACE VIEW `{schema}`.`orders` AS SELECT 1 AS `x`")  # pointed elsewhere
+    (item,) = alias_drift(contract, physical, {contract.table_parts: "SELECT 1 AS `x`"})
+    assert item.kind == "alias-view" and "does not read" in item.message
+    (missing,) = alias_drift(contract, physical, {})
+    assert "is missing" in missing.message

@@ -47,9 +47,20 @@ def _open(contracts: ContractSet, engine: str | None, url: str | None, warehouse
             project_root=project.root,
         )
         print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
-        return open_engine(choice)
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    try:
+        return open_engine(choice)
+    except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
+        if choice.name == "spark":
+            from delta_contracts.engine.spark import delta_jars_available
+
+            available, why = delta_jars_available()
+            if not available:
+                print(f"hint: {why}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
 
 

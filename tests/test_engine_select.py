@@ -46,3 +46,20 @@ def test_connect_needs_a_url(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unknown_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(EngineError, match="unknown engine 'duckdb'"):
         choose(name="duckdb", url=None, warehouse=None, project=PROJECT, project_root=ROOT)
+
+
+def test_unreachable_connect_server_is_a_clear_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from delta_contracts.cli import app
+
+    shutil.copytree(Path(__file__).resolve().parents[1] / "contracts", tmp_path / "contracts")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["drift", "--engine", "connect", "--url", "sc://127.0.0.1:1"])
+    assert result.exit_code == 2
+    assert "cannot reach Spark Connect at 127.0.0.1:1" in result.output
+    assert "Traceback" not in result.output

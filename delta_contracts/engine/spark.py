@@ -179,6 +179,23 @@ def connect_engine(url: str, state_dir: Path | str = ".delta-contracts") -> Spar
     """Spark Connect or Databricks Connect at `url` (sc://host:port/…)."""
     from pyspark.sql import SparkSession
 
+    _check_reachable(url)
     engine = SparkEngine(SparkSession.builder.remote(url).getOrCreate(), state_dir)
     engine.name = "connect"
     return engine
+
+
+def _check_reachable(url: str, timeout: float = 5.0) -> None:
+    """Fail fast: the Connect client otherwise retries an unreachable server for minutes."""
+    import socket
+    from urllib.parse import urlparse
+
+    parsed = urlparse(url.split(";", 1)[0])
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise EngineError(f"'{url}' is not a Spark Connect URL (sc://host:port)")
+    port = parsed.port or 15002
+    try:
+        with socket.create_connection((parsed.hostname, port), timeout=timeout):
+            return
+    except OSError as err:
+        raise EngineError(f"cannot reach Spark Connect at {parsed.hostname}:{port}: {err}") from None

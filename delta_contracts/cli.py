@@ -60,6 +60,7 @@ def lint(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.TEXT) -> 
             loaded.append(load_contract(file))
         except ContractError as err:
             unreadable.extend(err.problems)
+    unreadable = list(dict.fromkeys(unreadable))  # a broken contracts.yml is reported once, not per contract
     findings = lint_many(loaded)
     problems = sorted([*unreadable, *findings], key=lambda p: p.location)
     code = EXIT_INPUT if unreadable else EXIT_FINDINGS if findings else EXIT_OK

@@ -64,6 +64,7 @@ def load_valid_contracts(paths: list[Path] | None) -> ContractSet:
         except ContractError as err:
             problems.extend(err.problems)
     problems.extend(lint_many(loaded))
+    problems = list(dict.fromkeys(problems))  # a broken contracts.yml is reported once, not per contract
     if problems:
         print_problems(sorted(problems, key=lambda p: p.location))
         print("fix the contracts first (delta-contracts lint)", file=sys.stderr)

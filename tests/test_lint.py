@@ -166,3 +166,13 @@ def test_schema_command_prints_the_committed_schema() -> None:
     committed = Path(__file__).resolve().parents[1] / "schema" / "contract.schema.json"
     assert json.loads(out) == json.loads(committed.read_text())
     assert "columns" in json.loads(out)["properties"]
+
+
+def test_broken_project_file_is_reported_once(tmp_path: Path) -> None:
+    write(tmp_path, "contracts.yml", "defaults:\n  evolution: {policy: sometimes}\n")
+    write(tmp_path, "a.yaml", MINIMAL)
+    write(tmp_path, "b.yaml", MINIMAL.replace("sales.orders", "sales.other"))
+    code, out = cli("lint", str(tmp_path))
+    lines = [line for line in out.splitlines() if "contracts.yml:" in line]
+    assert code == 2
+    assert len(lines) == 1 and "evolution.policy" in lines[0]

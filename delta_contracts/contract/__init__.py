@@ -1,0 +1,1 @@
+"""The contract: model, loader with located errors, project defaults, Spark types, lint."""

@@ -77,6 +77,7 @@ def create_table(
             raise ContractMismatchError(name, differences)
         return CreateResult(name, False, (), tuple(found))
     migration, _ = plan(None, model, target)
+    engine.check_supported(migration.ops)  # refuse up front rather than leave a half-created table
     tag = f"delta-contracts create {model.id} {model.version}"
     outcomes = tuple(engine.apply_op(op, tag=f"{tag} op {i + 1}") for i, op in enumerate(migration.ops))
     return CreateResult(name, True, outcomes)

@@ -6,7 +6,7 @@ import json
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -108,6 +108,15 @@ class Engine(ABC):
     @property
     @abstractmethod
     def commit_log(self) -> CommitLog: ...
+
+    def unsupported_reason(self, op: Op) -> str | None:
+        """Why this engine cannot run `op`, or None; checked for a whole migration before any op runs."""
+        return None
+
+    def check_supported(self, ops: Sequence[Op]) -> None:
+        reasons = [f"{op.summary()}: {why}" for op in ops if (why := self.unsupported_reason(op)) is not None]
+        if reasons:
+            raise EngineError(f"the {self.name} engine cannot run this migration:\n  " + "\n  ".join(reasons))
 
     def close(self) -> None:
         return None

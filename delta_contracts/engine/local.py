@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -54,6 +55,7 @@ from delta_contracts.plan.render import build, render
 TableId = tuple[str, ...]
 STATE_DIR = "_delta_contracts"
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds case
 _INTERNAL_PROPERTIES = {"delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion"}
 
 
@@ -186,11 +188,12 @@ class LocalEngine(Engine):
         return deltalog.version(str(self.location(table)))
 
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
+        reason = self.unsupported_reason(op)
+        if reason is not None:
+            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {reason}")
         handler = self._handlers().get(type(op))
         if handler is None:
             raise EngineError(f"the local engine has no way to run {op.kind}")
-        if isinstance(op, SetProperties | CreateTable):
-            self._refuse_unsupported_properties(op)
         try:
             return handler(replace(op, table=self.local_id(op.table)), tag)
         except EngineError:
@@ -199,14 +202,26 @@ class LocalEngine(Engine):
             reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {reason}") from err
 
-    @staticmethod
-    def _refuse_unsupported_properties(op: SetProperties | CreateTable) -> None:
-        props = dict(op.properties)
-        if props.get("delta.enableChangeDataFeed", "false").lower() == "true":
-            raise EngineError(
-                f"{'.'.join(op.table)}: the local engine cannot write Change Data Feed tables "
-                "(Sail 0.7.2: 'Unsupported table features required: [ChangeDataFeed]'); use --engine spark"
+    def unsupported_reason(self, op: Op) -> str | None:
+        """Why Sail 0.7.2 + delta-rs cannot run `op` faithfully (measured), or None."""
+        if isinstance(op, SetNotNull):
+            return "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)"
+        if isinstance(op, SetClustering) or (isinstance(op, CreateTable) and op.clustered_by):
+            return "Sail 0.7.2 has no CLUSTER BY; use --engine spark for liquid clustering"
+        properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
+        if properties.get("delta.enableChangeDataFeed", "false").lower() == "true":
+            return (
+                "Sail 0.7.2 cannot write Change Data Feed tables "
+                "('Unsupported table features required: [ChangeDataFeed]'); use --engine spark"
             )
+        if isinstance(op, AddCheck):
+            awkward = sorted(c for c in x.referenced_columns(op.expression) if not _PLAIN_NAME.match(c))
+            if awkward:
+                return (
+                    f"Sail 0.7.2 stores CHECK expressions without identifier quotes, so a rule on {awkward} "
+                    "would leave a constraint no writer can parse; use --engine spark"
+                )
+        return None
 
     def _handlers(self) -> dict[type[Op], Callable[[Any, str | None], OpOutcome]]:
         handlers: dict[type[Op], Callable[[Any, str | None], OpOutcome]] = {
@@ -227,8 +242,6 @@ class LocalEngine(Engine):
             CreateView: self._create_view,
             DropColumns: self._drop_columns,
             DropTable: self._drop_table,
-            SetNotNull: self._unsupported,
-            SetClustering: self._unsupported,
         }
         for subclass in SetProperties.__subclasses__():  # deprecation marks and the stamp
             handlers[subclass] = self._set_properties
@@ -254,22 +267,11 @@ class LocalEngine(Engine):
         return live is not None and live.properties.get(COLUMN_MAPPING_MODE, "none") != "none"
 
     # -- op handlers -----------------------------------------------------------------------------------------
-    def _unsupported(self, op: Op, tag: str | None) -> OpOutcome:
-        why = {
-            SetNotNull: "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)",
-            SetClustering: "Sail 0.7.2 has no CLUSTER BY; use --engine spark for liquid clustering",
-        }[type(op)]
-        raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {why}")
-
     def _sail_sql(self, op: Op, tag: str | None) -> OpOutcome:
         self.sql(render(op))
         return self._outcome(op, "sql")
 
     def _create_table(self, op: CreateTable, tag: str | None) -> OpOutcome:
-        if op.clustered_by:
-            return self._unsupported(
-                SetClustering(table=op.table, phase=op.phase, columns=op.clustered_by), tag
-            )
         location = self.location(op.table)
         if location.exists() and any(location.iterdir()):
             raise EngineError(

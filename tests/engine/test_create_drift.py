@@ -165,3 +165,26 @@ def test_versioned_table_needs_its_alias_view(local_engine: Engine) -> None:
     assert item.kind == "alias-view" and "does not read" in item.message
     (missing,) = alias_drift(contract, physical, {})
     assert "is missing" in missing.message
+
+
+def test_what_the_local_engine_cannot_do_is_refused_before_anything_runs(local_engine: Engine) -> None:
+    from delta_contracts.engine.base import EngineError
+
+    if local_engine.name != "local":
+        pytest.skip("about the local engine's measured gaps")
+    base = EXAMPLES["payments.transactions"]
+    hostile = base.model_copy(
+        update={
+            "id": f"drift{next(_counter)}.hostile",
+            "table": base.table.model_copy(update={"properties": {"delta.columnMapping.mode": "name"}}),
+            "columns": (
+                *base.columns,
+                base.columns[1].model_copy(update={"name": "amount; paid", "checks": base.columns[2].checks}),
+            ),
+        }
+    )
+    with pytest.raises(
+        EngineError, match=r"stores CHECK expressions without identifier quotes.*amount; paid"
+    ):
+        create_table(local_engine, hostile)
+    assert local_engine.describe(initial_state(hostile).physical) is None  # nothing half-created

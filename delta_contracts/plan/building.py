@@ -20,7 +20,7 @@ from delta_contracts.plan.ops import (
     StampContract,
     table_name,
 )
-from delta_contracts.plan.rules import contract_rules, schema_hash
+from delta_contracts.plan.rules import CheckRule, contract_rules, schema_hash
 
 TableId = tuple[str, ...]
 
@@ -124,13 +124,12 @@ def create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:
             reason=f"create {table_name(table)} from contract {contract.id} {contract.version}",
         )
     ]
-    for rule in contract_rules(contract).values():
-        ops.append(
-            AddCheck(
-                table=table, phase=phase, name=rule.name, expression=rule.expression, reason="contract rule"
-            )
-        )
+    ops.extend(add_check(table, phase, rule) for rule in contract_rules(contract).values())
     return ops
+
+
+def add_check(table: TableId, phase: Phase, rule: CheckRule, reason: str = "contract rule") -> AddCheck:
+    return AddCheck(table=table, phase=phase, name=rule.name, expression=rule.expression, reason=reason)
 
 
 def converted(source: str, from_type: str, to_type: str) -> str:

@@ -16,13 +16,13 @@ from delta_contracts.plan.building import (
     Builder,
     TableId,
     TableState,
+    add_check,
     column_spec,
     converted,
     gate_for,
     stamp_op,
 )
 from delta_contracts.plan.ops import (
-    AddCheck,
     AddColumn,
     Backfill,
     DropCheck,
@@ -167,15 +167,7 @@ def plan_in_place(
     for rule in new_rules.values():
         old_rule = old_rules.get(rule.key)
         if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & widened:
-            b.add(
-                AddCheck(
-                    table=t,
-                    phase=Phase.CUTOVER,
-                    name=rule.name,
-                    expression=rule.expression,
-                    reason="contract rule",
-                )
-            )
+            b.add(add_check(t, Phase.CUTOVER, rule))
 
     deprecated = sorted({c.name for c in going} | {c.name for c in new.columns if c.deprecated})
     previously = {c.name.casefold() for c in old.columns if c.deprecated}
@@ -220,15 +212,8 @@ def _tighten_not_null(b: Builder, t: TableId, column: str, target: Target) -> No
     if target.supports_set_not_null:
         b.add(SetNotNull(table=t, phase=Phase.CUTOVER, column=column, reason="nullable: false"))
         return
-    rule = not_null_rule(column)
     b.add(
-        AddCheck(
-            table=t,
-            phase=Phase.CUTOVER,
-            name=rule.name,
-            expression=rule.expression,
-            reason="nullable: false (OSS Delta has no SET NOT NULL)",
-        )
+        add_check(t, Phase.CUTOVER, not_null_rule(column), "nullable: false (OSS Delta has no SET NOT NULL)")
     )
 
 

@@ -2,8 +2,10 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The delta-3 target is executed in a second virtualenv: PySpark 3.5 + delta-spark 3.3 (requirements-delta3.txt).
+DELTA3_VENV ?= .venv-delta3
 
-.PHONY: demo test lint typecheck clean
+.PHONY: demo test lint typecheck clean jars chromium delta3
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -11,7 +13,21 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: $(BIN)/.installed
+# delta-spark's jars: resolved once from Maven Central into ~/.cache/delta-contracts, reused offline after.
+jars: $(BIN)/.installed
+	$(BIN)/python -m delta_contracts.engine.jars delta-4
+
+$(DELTA3_VENV)/.installed: requirements-delta3.txt
+	test -x $(DELTA3_VENV)/bin/python || $(PYTHON) -m venv $(DELTA3_VENV)
+	$(DELTA3_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(DELTA3_VENV)/bin/python -m pip install --quiet -r requirements-delta3.txt
+	touch $@
+
+# Delta 3.3 on Spark 3.5 for tests/engine/test_delta3.py: the virtualenv and the Scala 2.12 jars.
+delta3: $(BIN)/.installed $(DELTA3_VENV)/.installed
+	$(BIN)/python -m delta_contracts.engine.jars delta-3
+
+demo: $(BIN)/.installed jars
 	$(BIN)/python -m delta_contracts.demo
 
 lint: $(BIN)/.installed
@@ -21,8 +37,12 @@ lint: $(BIN)/.installed
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy
 
-test: lint typecheck
-	$(BIN)/pytest -q
+# The telemetry report's HTML is checked in headless Chromium: Debian's package, installed once when missing.
+chromium:
+	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium)
+
+test: lint typecheck jars chromium delta3
+	DELTA_CONTRACTS_DELTA3_VENV=$(DELTA3_VENV) $(BIN)/pytest -q
 
 clean:
-	rm -rf $(VENV) warehouse .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(DELTA3_VENV) warehouse .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -6,12 +6,28 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from delta_contracts.create import create_table as create_table
+    from delta_contracts.quality.enforce import ContractViolationError as ContractViolationError
+    from delta_contracts.quality.enforce import enforce as enforce
+    from delta_contracts.quality.read import read as read
+    from delta_contracts.quality.write import write as write
+
+# Lazy, so that `import delta_contracts` (and the CLI's --help) stays light: name -> defining module.
+_EXPORTS = {
+    "create_table": "delta_contracts.create",
+    "enforce": "delta_contracts.quality.enforce",
+    "ContractViolationError": "delta_contracts.quality.enforce",
+    "write": "delta_contracts.quality.write",
+    "read": "delta_contracts.quality.read",
+}
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so that `import delta_contracts` (and the CLI's --help) stays light.
-    if name == "create_table":
-        from delta_contracts.create import create_table
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(name)
+    from importlib import import_module
 
-        return create_table
-    raise AttributeError(name)
+    return getattr(import_module(module), name)
+
+
+__all__ = ["ContractViolationError", "create_table", "enforce", "read", "write"]

@@ -1,6 +1,8 @@
 """Drift: how a live table differs from its contract and its stamp. Pure: the engine supplies the facts.
 
-Columns the table still carries because they await their gated drop (listed in
+`table_drift` runs one small comparator per aspect of a table (columns, CHECKs, properties, layout,
+comments, stamp), registered with `@comparator` as Alembic's autogenerate registers its comparators, so a
+new aspect is one function. Columns the table still carries because they await their gated drop (listed in
 `delta_contracts.deprecated.columns`) are reported as "deprecated, awaiting drop", not as drift; a
 `<column>_not_null` CHECK satisfies `nullable: false` (OSS Delta has no SET NOT NULL).
 """
@@ -8,15 +10,15 @@ Columns the table still carries because they await their gated drop (listed in
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from delta_contracts.contract.model import Contract
-from delta_contracts.contract.types import TypeParseError, canonical
-from delta_contracts.live import Commit, LiveTable
+from delta_contracts.contract.model import Column, Contract
+from delta_contracts.contract.types import canonical_or_text
+from delta_contracts.live import Commit, LiveColumn, LiveTable
 from delta_contracts.plan.ops import DEPRECATED_COLUMNS, STAMP_VERSION, table_name
 from delta_contracts.plan.rules import contract_rules, not_null_rule
-from delta_contracts.plan.sqlnorm import same_expression
+from delta_contracts.sql.normalize import same_expression
 
 # Commits that change data only; anything else out of band changed the table's shape or settings.
 DATA_OPERATIONS = frozenset(
@@ -56,11 +58,21 @@ class DriftItem:
         }
 
 
-def _canon(text: str) -> str:
-    try:
-        return canonical(text)
-    except TypeParseError:
-        return text
+Comparator = Callable[[Contract, LiveTable], Iterator[DriftItem]]
+COMPARATORS: list[Comparator] = []
+
+
+def comparator(function: Comparator) -> Comparator:
+    """Register one aspect of `table_drift`; comparators run in registration order."""
+    COMPARATORS.append(function)
+    return function
+
+
+def table_drift(contract: Contract, live: LiveTable | None, physical: tuple[str, ...]) -> list[DriftItem]:
+    if live is None:
+        name = table_name(physical)
+        return [DriftItem("missing-table", "", name, None, f"table {name} does not exist")]
+    return [item for compare in COMPARATORS for item in compare(contract, live)]
 
 
 def deprecated_columns(live: LiveTable) -> set[str]:
@@ -73,174 +85,133 @@ def deprecated_columns(live: LiveTable) -> set[str]:
         return set()
 
 
-def table_drift(contract: Contract, live: LiveTable | None, physical: tuple[str, ...]) -> list[DriftItem]:
-    name = table_name(physical)
-    if live is None:
-        return [DriftItem("missing-table", "", name, None, f"table {name} does not exist")]
-    items: list[DriftItem] = []
+def _checks(live: LiveTable) -> dict[str, str]:
+    return {name.casefold(): expression for name, expression in live.checks.items()}
+
+
+@comparator
+def _extra_columns(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
     awaiting = deprecated_columns(live)
-    expected = {c.name.casefold(): c for c in contract.columns}
-    for live_column in live.columns:
-        folded = live_column.name.casefold()
-        if folded in expected:
+    for found in live.columns:
+        if contract.column(found.name) is not None:
             continue
-        if folded in awaiting:
-            items.append(
-                DriftItem(
-                    "deprecated",
-                    live_column.name,
-                    None,
-                    live_column.type,
-                    f"column {live_column.name}: deprecated, awaiting drop",
-                    is_drift=False,
-                )
-            )
+        if found.name.casefold() in awaiting:
+            message = f"column {found.name}: deprecated, awaiting drop"
+            yield DriftItem("deprecated", found.name, None, found.type, message, is_drift=False)
         else:
-            items.append(
-                DriftItem(
-                    "extra-column",
-                    live_column.name,
-                    None,
-                    live_column.type,
-                    f"column {live_column.name} {live_column.type} is not in the contract",
-                )
-            )
-    checks = {n.casefold(): e for n, e in live.checks.items()}
+            message = f"column {found.name} {found.type} is not in the contract"
+            yield DriftItem("extra-column", found.name, None, found.type, message)
+
+
+@comparator
+def _declared_columns(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
+    checks = _checks(live)
     for column in contract.columns:
         found = live.column(column.name)
         if found is None:
-            items.append(
-                DriftItem(
-                    "missing-column",
-                    column.name,
-                    _canon(column.type),
-                    None,
-                    f"column {column.name} is missing",
-                )
-            )
+            want = canonical_or_text(column.type)
+            yield DriftItem("missing-column", column.name, want, None, f"column {column.name} is missing")
             continue
-        want = _canon(column.type)
-        if found.type != want:
-            items.append(
-                DriftItem(
-                    "type",
-                    column.name,
-                    want,
-                    found.type,
-                    f"column {column.name}: type {found.type}, contract says {want}",
-                )
-            )
-        enforced_not_null = not found.nullable or not_null_rule(column.name).key in checks
-        if not column.nullable and not enforced_not_null:
-            items.append(
-                DriftItem(
-                    "nullability",
-                    column.name,
-                    "NOT NULL",
-                    "nullable",
-                    f"column {column.name} accepts NULL, contract says NOT NULL",
-                )
-            )
-        if column.nullable and not found.nullable:
-            items.append(
-                DriftItem(
-                    "nullability",
-                    column.name,
-                    "nullable",
-                    "NOT NULL",
-                    f"column {column.name} is NOT NULL, contract says nullable",
-                )
-            )
-        if (column.description or None) != (found.comment or None):
-            items.append(
-                DriftItem(
-                    "comment",
-                    column.name,
-                    column.description,
-                    found.comment,
-                    f"column {column.name}: comment differs from the description",
-                )
-            )
-    wanted_rules = contract_rules(contract)
-    for key, rule in wanted_rules.items():
+        yield from _column_type(column, found)
+        yield from _column_nullability(column, found, checks)
+        yield from _column_comment(column, found)
+
+
+def _column_type(column: Column, found: LiveColumn) -> Iterator[DriftItem]:
+    want = canonical_or_text(column.type)
+    if found.type != want:
+        message = f"column {column.name}: type {found.type}, contract says {want}"
+        yield DriftItem("type", column.name, want, found.type, message)
+
+
+def _column_nullability(column: Column, found: LiveColumn, checks: Mapping[str, str]) -> Iterator[DriftItem]:
+    enforced_not_null = not found.nullable or not_null_rule(column.name).key in checks
+    if not column.nullable and not enforced_not_null:
+        message = f"column {column.name} accepts NULL, contract says NOT NULL"
+        yield DriftItem("nullability", column.name, "NOT NULL", "nullable", message)
+    if column.nullable and not found.nullable:
+        message = f"column {column.name} is NOT NULL, contract says nullable"
+        yield DriftItem("nullability", column.name, "nullable", "NOT NULL", message)
+
+
+def _column_comment(column: Column, found: LiveColumn) -> Iterator[DriftItem]:
+    if (column.description or None) != (found.comment or None):
+        message = f"column {column.name}: comment differs from the description"
+        yield DriftItem("comment", column.name, column.description, found.comment, message)
+
+
+@comparator
+def _contract_checks(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
+    checks = _checks(live)
+    for key, rule in contract_rules(contract).items():
         actual = checks.get(key)
         if actual is None:
-            items.append(
-                DriftItem("check-missing", rule.name, rule.expression, None, f"CHECK {rule.name} is missing")
+            yield DriftItem(
+                "check-missing", rule.name, rule.expression, None, f"CHECK {rule.name} is missing"
             )
         elif not same_expression(actual, rule.expression):
-            items.append(
-                DriftItem(
-                    "check-changed",
-                    rule.name,
-                    rule.expression,
-                    actual,
-                    f"CHECK {rule.name} is {actual!r}, contract says {rule.expression!r}",
-                )
-            )
-    allowed = set(wanted_rules) | {not_null_rule(c.name).key for c in contract.columns if not c.nullable}
-    for key, expression in checks.items():
-        if key in allowed:
-            continue
-        reads_deprecated = any(key.startswith(f"{c}_") for c in awaiting)
-        if not reads_deprecated:
-            items.append(
-                DriftItem("check-extra", key, None, expression, f"CHECK {key} is not in the contract")
-            )
+            message = f"CHECK {rule.name} is {actual!r}, contract says {rule.expression!r}"
+            yield DriftItem("check-changed", rule.name, rule.expression, actual, message)
+
+
+@comparator
+def _extra_checks(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
+    awaiting = deprecated_columns(live)
+    allowed = set(contract_rules(contract))
+    allowed |= {not_null_rule(c.name).key for c in contract.columns if not c.nullable}
+    for key, expression in _checks(live).items():
+        reads_deprecated = any(key.startswith(f"{column}_") for column in awaiting)
+        if key not in allowed and not reads_deprecated:
+            yield DriftItem("check-extra", key, None, expression, f"CHECK {key} is not in the contract")
+
+
+@comparator
+def _properties(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
     for key, value in sorted(contract.table.properties.items()):
-        if live.properties.get(key) != value:
-            items.append(
-                DriftItem(
-                    "property",
-                    key,
-                    value,
-                    live.properties.get(key),
-                    f"property {key} is {live.properties.get(key)!r}, contract says {value!r}",
-                )
-            )
-    want_parts = [c.casefold() for c in contract.table.partitioned_by]
-    if [c.casefold() for c in live.partition_columns] != want_parts:
-        items.append(
-            DriftItem(
-                "partitioning",
-                "",
-                ",".join(contract.table.partitioned_by),
-                ",".join(live.partition_columns),
-                "partitioning differs",
-            )
-        )
+        actual = live.properties.get(key)
+        if actual != value:
+            message = f"property {key} is {actual!r}, contract says {value!r}"
+            yield DriftItem("property", key, value, actual, message)
+
+
+def _layout(kind: str, wanted: Sequence[str], actual: Sequence[str]) -> Iterator[DriftItem]:
+    if [c.casefold() for c in actual] != [c.casefold() for c in wanted]:
+        message = f"{kind} is ({', '.join(actual) or 'none'}), contract says ({', '.join(wanted) or 'none'})"
+        yield DriftItem(kind, "", ",".join(wanted), ",".join(actual), message)
+
+
+@comparator
+def _partitioning(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
+    yield from _layout("partitioning", contract.table.partitioned_by, live.partition_columns)
+
+
+@comparator
+def _clustering(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
+    yield from _layout("clustering", contract.table.clustered_by, live.clustering_columns)
+
+
+@comparator
+def _table_comment(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
     if (contract.description or None) != (live.comment or None):
-        items.append(
-            DriftItem(
-                "table-comment",
-                "",
-                contract.description,
-                live.comment,
-                "table comment differs from the description",
-            )
-        )
+        message = "table comment differs from the description"
+        yield DriftItem("table-comment", "", contract.description, live.comment, message)
+
+
+@comparator
+def _stamp(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
     stamped = live.properties.get(STAMP_VERSION)
     if stamped != contract.version:
-        items.append(
-            DriftItem(
-                "stamp",
-                STAMP_VERSION,
-                contract.version,
-                stamped,
-                f"stamped version {stamped or '(none)'}, contract version {contract.version}",
-            )
-        )
-    return items
+        message = f"stamped version {stamped or '(none)'}, contract version {contract.version}"
+        yield DriftItem("stamp", STAMP_VERSION, contract.version, stamped, message)
 
 
-def commit_drift(commits: Sequence[Commit], last_toolkit_version: int | None) -> list[DriftItem]:
-    """Commits after the toolkit's last one that changed more than data: out-of-band changes."""
+def commit_drift(commits: Sequence[Commit], is_toolkit: Callable[[int], bool]) -> list[DriftItem]:
+    """Every commit since the table's creation that changed more than data and that the apply ledger does not
+    claim (`is_toolkit(version)`): out-of-band changes."""
     items = []
     for commit in commits:
         version, operation = commit.version, commit.operation
-        if last_toolkit_version is not None and version <= last_toolkit_version:
-            continue
-        if operation.upper() in DATA_OPERATIONS:
+        if is_toolkit(version) or operation.upper() in DATA_OPERATIONS:
             continue
         who = commit.engine_info or "unknown engine"
         items.append(
@@ -262,12 +233,11 @@ def alias_drift(
     alias = contract.table_parts
     if physical == alias:
         return []
-    from delta_contracts.plan.ops import CreateView, Phase
-    from delta_contracts.plan.render import view_query_sql
+    from delta_contracts.plan.building import alias_columns
+    from delta_contracts.plan.expressions import view_query_text
 
-    want = view_query_sql(CreateView(table=alias, phase=Phase.CUTOVER, source=physical))
-    local = {key[-2:]: query for key, query in views.items()}
-    found = views.get(alias, local.get(alias[-2:]))
+    want = view_query_text(physical, alias_columns(contract))
+    found = alias_view_query(alias, views)
     if found is None:
         return [
             DriftItem(
@@ -285,3 +255,27 @@ def alias_drift(
             )
         ]
     return []
+
+
+def alias_view_query(alias: tuple[str, ...], views: Mapping[tuple[str, ...], str]) -> str | None:
+    """The query of the view named `alias`, if there is one."""
+    local = {key[-2:]: query for key, query in views.items()}  # the local engine names views schema.view
+    return views.get(alias, local.get(alias[-2:]))
+
+
+def write_target(
+    contract: Contract, physical: tuple[str, ...], exists: bool, views: Mapping[tuple[str, ...], str]
+) -> str | None:
+    """The table producers must write to. Readers use the contract id; a versioned table's id is a view,
+    which nobody can write to: writers use the `__vN` table it reads (None when no table exists yet)."""
+    if exists:
+        return table_name(physical)
+    query = alias_view_query(contract.table_parts, views)
+    if query is None:
+        return None
+    from sqlglot import exp
+
+    from delta_contracts.plan import expressions as x
+
+    source = x.parse(query).find(exp.Table)
+    return None if source is None else ".".join(part.name for part in source.parts)

@@ -6,8 +6,11 @@ knows how to fill them in.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+TableId = tuple[str, ...]  # (schema, table) or (catalog, schema, table), unquoted
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +56,19 @@ class Commit:
     timestamp_ms: int
     user_metadata: str | None
     engine_info: str | None
+
+
+def commits_from_history(entries: Iterable[Mapping[str, Any]]) -> list[Commit]:
+    """Delta history rows (delta-rs `history()`, or DESCRIBE HISTORY with `timestamp` in epoch milliseconds)
+    as commits, oldest first: the one conversion every engine uses."""
+    commits = [
+        Commit(
+            version=int(entry["version"]),
+            operation=str(entry.get("operation") or ""),
+            timestamp_ms=int(entry.get("timestamp") or 0),
+            user_metadata=entry.get("userMetadata"),
+            engine_info=entry.get("engineInfo"),
+        )
+        for entry in entries
+    ]
+    return sorted(commits, key=lambda c: c.version)

@@ -10,6 +10,10 @@ from enum import StrEnum
 
 
 class Target(StrEnum):
+    """`delta-3` is OSS Delta 3.2 or later on Spark 3.5 (3.3 is what the tests run): 3.2 brought ALTER TABLE …
+    CLUSTER BY and type widening (as the `typeWidening-preview` feature). `delta-4` is Delta 4.x on Spark 4.
+    `databricks` is parser-checked only."""
+
     DELTA_3 = "delta-3"
     DELTA_4 = "delta-4"
     DATABRICKS = "databricks"
@@ -18,6 +22,18 @@ class Target(StrEnum):
     def widening_rules(self) -> int:
         """The Delta major version whose type-widening rules apply (Databricks follows Delta 4)."""
         return 3 if self is Target.DELTA_3 else 4
+
+    @property
+    def type_widening_note(self) -> str:
+        """What enabling `delta.enableTypeWidening` does to readers (delta-io/delta TableFeature.scala)."""
+        if self is Target.DELTA_3:
+            # v3.2.0/v3.3.0: the property enables the `typeWidening-preview` feature (3.1 has no widening).
+            return (
+                "type widening needs Delta 3.2+ on the delta-3 target and adds the typeWidening-preview "
+                "table feature: readers need Delta 3.2+ (Delta 4 reads it too)"
+            )
+        # Delta 3.3 already reads the stable `typeWidening` feature; 3.2 only knows the preview one.
+        return "type widening adds the typeWidening table feature: readers need Delta 3.3+ (or DBR 15.4+)"
 
     @property
     def supports_set_not_null(self) -> bool:

@@ -62,12 +62,22 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
         "minor",
         _add({"name": "channel", "type": "string", "nullable": False, "default": "web"}),
     ),
-    "add_not_null_without_default": ("major", _add({"name": "region", "type": "string", "nullable": False})),
+    "add_not_null_without_default": (
+        "major",
+        _add({"name": "region", "type": "string", "nullable": False, "fill": "'unknown'"}),
+    ),
     "rename_column": ("major", _rename),
     "drop_column": ("major", _drop("legacy_channel")),
     "widen_type": ("minor", _set("attempts", type="bigint")),
     "widen_small_type": ("minor", _set("attempts", type="int")),  # from smallint, see PREPARE
-    "narrow_type": ("major", _set("txn_amt_paise", type="int")),
+    "narrow_type": (
+        "major",
+        _set(
+            "txn_amt_paise",
+            type="int",
+            convert={"expression": "CAST(txn_amt_paise AS INT)", "inverse": "CAST(txn_amt_paise AS BIGINT)"},
+        ),
+    ),
     "tighten_check": ("major", _checks("attempts", {"min": 1, "max": 10})),
     "loosen_check": ("minor", _checks("attempts", {"min": 0})),
     "add_enum_value": ("minor", _checks("status", {"enum": ["OK", "FAILED", "PENDING"]})),

@@ -123,3 +123,55 @@ def test_console_script_end_to_end(repo: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "sales.customers 1.2.0 -> 1.2.1: unchanged" in done.stdout
+
+
+def test_git_errors_name_the_ref_and_what_to_do(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shutil.copytree(REPO / "contracts", tmp_path / "contracts")
+    monkeypatch.chdir(tmp_path)
+    code, out = run("diff", "--base", "HEAD")
+    assert code == 2 and "is not inside a git repository" in out and "diff OLD NEW" in out, out
+    git(tmp_path, "init", "-q")
+    code, out = run("diff", "--base", "HEAD")
+    assert code == 2 and "--base HEAD: the repository has no commit yet" in out, out
+    git(tmp_path, "add", "-A")
+    git(tmp_path, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "first")
+    code, out = run("diff", "--base", "HEAD~1")
+    assert code == 2 and "--base HEAD~1: no such commit" in out and "a first commit has no parent" in out
+    code, out = run("diff", "--base", "mian")
+    assert code == 2 and "--base mian: not a commit, branch or tag" in out, out
+    assert "fatal" not in out and "Traceback" not in out
+
+
+def test_an_unchanged_version_is_said_in_words(tmp_path: Path) -> None:
+    old = REPO / "contracts/sales/customers.yaml"
+    new = tmp_path / "contracts/sales/customers.yaml"
+    new.parent.mkdir(parents=True)
+    shutil.copy(REPO / "contracts/contracts.yml", tmp_path / "contracts/contracts.yml")
+    new.write_text(
+        old.read_text().replace(
+            "  - name: created_at", "  - name: note\n    type: string\n  - name: created_at"
+        )
+    )
+    code, out = run("diff", str(old), str(new))
+    assert code == 1, out
+    assert "changed, requires minor, version unchanged [FAIL]" in out
+    assert "version 1.2.0 -> 1.2.0 is unchanged; the changes require minor" in out
+    assert "none" not in out
+    same = run("diff", str(old), str(old))[1]
+    assert "unchanged, requires no bump, version unchanged [ok]" in same
+
+
+def test_a_copy_outside_the_project_is_read_with_the_same_defaults(tmp_path: Path) -> None:
+    inside = REPO / "contracts/sales/customers.yaml"
+    outside = tmp_path / "customers-before.yaml"  # no contracts.yml above it
+    shutil.copy(inside, outside)
+    code, out = run("diff", str(outside), str(inside))
+    assert code == 0, out
+    assert "sales.customers 1.2.0 -> 1.2.0: unchanged" in out and "DC-" not in out
+    assert "has no contracts.yml of its own: both sides read with" in out
+
+
+def test_a_missing_path_is_one_message_for_every_command(tmp_path: Path) -> None:
+    for command in (["lint"], ["plan"], ["diff", "--base", "HEAD"]):
+        code, out = run(*command, str(tmp_path / "nope"))
+        assert (code, out.strip()) == (2, f"error: no such file or folder: {tmp_path / 'nope'}"), command

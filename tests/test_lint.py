@@ -85,7 +85,10 @@ def test_acceptance_cases(tmp_path: Path, old: str, new: str, code: int, expecte
 @pytest.mark.parametrize(
     ("mutation", "message"),
     [
-        (("checks: {min: 0}", "checks: {enum: [1, 2]}"), "enum on a non-string column (decimal(12,2))"),
+        (
+            ("checks: {min: 0}", "checks: {enum: [1, '2']}"),
+            "enum value '2' is not of the column's type decimal(12,2): use numbers",
+        ),
         (("checks: {min: 0}", "checks: {min: 5, max: 1}"), "min 5 is greater than max 1"),
         (
             ("type: decimal(12,2)\n    checks: {min: 0}", "type: string\n    checks: {regex: '[unclosed'}"),
@@ -104,6 +107,58 @@ def test_acceptance_cases(tmp_path: Path, old: str, new: str, code: int, expecte
 def test_column_findings(tmp_path: Path, mutation: tuple[str, str], message: str) -> None:
     (finding,) = findings(MINIMAL.replace(*mutation), tmp_path)
     assert message in finding
+
+
+def test_every_rule_is_typed_against_its_column_and_all_findings_come_in_one_run(tmp_path: Path) -> None:
+    columns = """\
+  - {name: ts, type: timestamp, checks: {min: 0}}
+  - {name: label, type: string, checks: {min: 0, enum: [1, a]}}
+  - {name: qty, type: int, checks: {enum: [1, 2.5, x], regex: '^1'}}
+  - {name: day, type: date, checks: {min: 2024-01-01T10:00:00, max: '5'}}
+  - {name: flag, type: boolean, checks: {max: 1}}
+"""
+    found = findings(MINIMAL.replace("columns:\n", "columns:\n" + columns), tmp_path)
+    messages = sorted(f.split(": ", 2)[1] + ": " + f.split(": ", 2)[2] for f in found)
+    assert messages == sorted(
+        [
+            "columns[0].checks.min: min 0 is not a literal of type timestamp: use timestamps "
+            "(2024-01-31 10:00:00) or dates",
+            "columns[1].checks.min: min on a column of type string: min/max apply to numbers, dates and "
+            "timestamps",
+            "columns[1].checks.enum[0]: enum value 1 is not of the column's type string: use strings",
+            "columns[2].checks.enum[1]: enum value 2.5 is not of the column's type int: use integers",
+            "columns[2].checks.enum[2]: enum value 'x' is not of the column's type int: use integers",
+            "columns[2].checks.regex: regex on a column of type int",
+            "columns[3].checks.min: min datetime.datetime(2024, 1, 1, 10, 0) is not a literal of type date: "
+            "use dates (2024-01-31)",
+            "columns[3].checks.max: max '5' is not a literal of type date: use dates (2024-01-31)",
+            "columns[4].checks.max: max on a column of type boolean: min/max apply to numbers, dates and "
+            "timestamps",
+        ]
+    ), found
+
+
+def test_bounds_of_the_column_type_are_clean(tmp_path: Path) -> None:
+    columns = """\
+  - {name: ts, type: timestamp, checks: {min: 2024-01-01, max: '2030-01-01 00:00:00'}}
+  - {name: day, type: date, checks: {min: 2024-01-01, max: 2030-12-31}}
+  - {name: qty, type: int, checks: {enum: [1, 2, 3], min: 1, max: 3}}
+  - {name: ratio, type: double, checks: {min: 0, max: 0.5}}
+"""
+    assert findings(MINIMAL.replace("columns:\n", "columns:\n" + columns), tmp_path) == []
+    later = columns.replace("max: 2030-12-31", "max: 2023-12-31")
+    (finding,) = findings(MINIMAL.replace("columns:\n", "columns:\n" + later), tmp_path)
+    assert "min 2024-01-01 is greater than max 2023-12-31" in finding
+
+
+def test_booleans_are_booleans(tmp_path: Path) -> None:
+    from delta_contracts.contract.errors import ContractError
+
+    text = MINIMAL.replace("nullable: false", 'nullable: "no"')
+    with pytest.raises(ContractError) as raised:
+        load_contract(write(tmp_path, "c.yaml", text))
+    (problem,) = raised.value.problems
+    assert "columns[0].nullable" in str(problem) and "boolean" in str(problem)
 
 
 @pytest.mark.parametrize(
@@ -176,3 +231,10 @@ def test_broken_project_file_is_reported_once(tmp_path: Path) -> None:
     lines = [line for line in out.splitlines() if "contracts.yml:" in line]
     assert code == 2
     assert len(lines) == 1 and "evolution.policy" in lines[0]
+
+
+def test_first_line_of_any_error_message() -> None:
+    from delta_contracts.contract.errors import first_line
+
+    assert first_line(ValueError("")) == "ValueError"
+    assert first_line(ValueError("\n  \nreal reason\nmore")) == "real reason"

@@ -166,3 +166,32 @@ def test_help_does_not_import_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "HEAVY="
+
+
+def test_diff_of_one_pair_imports_only_what_it_needs() -> None:
+    """`delta-contracts diff OLD NEW` reads YAML into the models and compares them: no SQL parser, no engine,
+    no rich, and of our modules only the diff command's, the contract model and the classification."""
+    pair = [str(Path(__file__).resolve().parents[1] / "contracts" / "payments" / "transactions.yaml")] * 2
+    code = (
+        "import sys\n"
+        f"sys.argv = ['delta-contracts', 'diff', *{pair!r}]\n"
+        "from delta_contracts.cli import main\n"
+        "try:\n    main()\nexcept SystemExit as exit:\n    print('EXIT', exit.code)\n"
+        "print('MODULES=' + ','.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    *printed, last = out.stdout.strip().splitlines()
+    assert printed[0].startswith("payments.transactions ") and ": unchanged," in printed[0]
+    assert printed[-1] == "EXIT 0"
+    modules = set(last.removeprefix("MODULES=").split(","))
+    assert {"pyspark", "sqlglot", "pysail", "deltalake", "pandas", "pyarrow", "rich"} & modules == set()
+    ours = {m for m in modules if m.startswith("delta_contracts.")}
+    cli = {"delta_contracts.cli", "delta_contracts.cli.common", "delta_contracts.cli.diff"}
+    core = ("delta_contracts.contract", "delta_contracts.diff", "delta_contracts.target")
+    assert {m for m in ours - cli if not m.startswith(core)} == set()  # no other command, no engine
+    not_needed = {
+        "delta_contracts.contract.lint",
+        "delta_contracts.contract.reference",
+        "delta_contracts.diff.gitbase",
+    }
+    assert ours & not_needed == set()

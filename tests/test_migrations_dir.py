@@ -93,7 +93,8 @@ def test_changed_contract_without_version_bump_is_refused(project: Path) -> None
     path.write_text(path.read_text().replace("columns:\n", "columns:\n  - name: note\n    type: string\n", 1))
     code, out = run("plan")
     assert code == 1
-    assert "is not above the last planned 1.2.0" in out
+    # the refusal diff prints, word for word
+    assert "version 1.2.0 -> 1.2.0 is unchanged; the changes require minor" in out
 
 
 def test_json_half_round_trips_the_migration(project: Path) -> None:

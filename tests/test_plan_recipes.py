@@ -95,20 +95,34 @@ def test_add_not_null_with_default(target: Target, tighten: str) -> None:
     assert kinds(ops, Phase.EXPAND) == ["set_properties", "add_column", "set_column_default"]
     features = next(op for op in ops if isinstance(op, SetProperties))
     assert ("delta.feature.allowColumnDefaults", "supported") in features.properties
-    (fill,) = [op for op in ops if isinstance(op, Backfill)]
-    assert fill.phase is Phase.POPULATE and fill.expression == "'web'"
-    assert kinds(ops, Phase.CUTOVER) == [tighten, "stamp_contract"]
+    fills = [op for op in ops if isinstance(op, Backfill)]
+    assert [f.phase for f in fills] == [Phase.POPULATE, Phase.CUTOVER]
+    assert {f.expression for f in fills} == {"'web'"}
+    # the catch-up fill runs right before the NOT NULL check (DataFrame appends do not apply defaults)
+    assert kinds(ops, Phase.CUTOVER) == ["backfill", tighten, "stamp_contract"]
     if tighten == "add_check":
         check = next(op for op in ops if isinstance(op, AddCheck))
         assert check.name == "channel_not_null" and check.expression == "NOT `channel` IS NULL"
 
 
-def test_add_not_null_without_default_warns_and_prechecks() -> None:
+def test_add_not_null_without_default_fills_from_the_contract() -> None:
     old, new = pair("add_not_null_without_default")
     migration, _ = plan(old, new, Target.DELTA_4)
-    assert any("without a default" in w for w in migration.warnings)
+    fills = [op for op in migration.ops if isinstance(op, Backfill)]
+    assert [(f.phase, f.expression) for f in fills] == [
+        (Phase.POPULATE, "'unknown'"),
+        (Phase.CUTOVER, "'unknown'"),
+    ]
     check = next(op for op in migration.ops if isinstance(op, AddCheck))
     assert check.precondition().predicate == "NOT COALESCE((NOT `region` IS NULL), FALSE)"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("versioning", ["in_place", "versioned"])
+def test_add_not_null_without_default_or_fill_is_refused(versioning: str) -> None:
+    old, new = pair("add_not_null_without_default", versioning)
+    columns = tuple(c.model_copy(update={"fill": None}) for c in new.columns)
+    with pytest.raises(PlanError, match=r"region.*fill"):
+        plan(old, new.model_copy(update={"columns": columns}), Target.DELTA_4)
 
 
 def test_rename_is_add_populate_deprecate_drop() -> None:
@@ -179,7 +193,7 @@ def test_widen_in_place_on_delta4_but_versioned_on_delta3() -> None:
     # the CHECKs reading the column are dropped first and re-added after
     dropped = [op.name for op in m4.ops if isinstance(op, DropCheck) and op.phase is Phase.EXPAND]
     assert dropped == ["attempts_min", "attempts_max"]
-    with pytest.raises(PlanError, match=r"not a type widening Delta 3\.x allows"):
+    with pytest.raises(PlanError, match=r"DC-MF107 column attempts type changed: int -> bigint"):
         plan(old, new, Target.DELTA_3)
 
 
@@ -220,7 +234,7 @@ def test_versioned_contract_alters_view_on_databricks() -> None:
 def test_versioned_change_needs_major_bump() -> None:
     old, new = pair("change_partitioning")
     bad = new.model_copy(update={"version": "2.5.0"})
-    with pytest.raises(PlanError, match="needs a major version bump"):
+    with pytest.raises(PlanError, match="is a minor bump; the changes require major; DC-TB401"):
         plan(old, bad, Target.DELTA_4)
 
 

@@ -62,3 +62,9 @@ def field_path(parts: Iterable[str | int]) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
+
+
+def first_line(err: BaseException) -> str:
+    """The first non-blank line of an error's message, or its class name when the message is empty."""
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    return lines[0].strip() if lines else type(err).__name__

@@ -1,26 +1,30 @@
 """Semantic checks over loaded contracts: what the schema alone cannot tell.
 
-Every finding is located (`path:line:col`) and names its field. Regexes are compiled with Python's `re`;
-Spark's RLIKE uses Java regexes, which agree on everything but exotic constructs.
+Every finding is located (`path:line:col`) and names its field. One small checker per aspect (table name,
+columns, column rules, layout, properties, constraints, quality), registered with `@checker`; every checker
+runs on every contract, so one run reports every finding. Regexes are compiled with Python's `re`; Spark's
+RLIKE uses Java regexes, which agree on everything but exotic constructs.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, date, datetime
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from delta_contracts.contract.errors import Problem, Severity
+from delta_contracts.contract.errors import Problem, Severity, first_line
 from delta_contracts.contract.load import LoadedContract
-from delta_contracts.contract.model import Contract
+from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import (
+    INTEGRALS,
+    PrimitiveType,
     SparkType,
     TypeParseError,
     is_numeric,
-    is_orderable,
     is_string,
     parse_type,
     render_type,
@@ -53,7 +57,7 @@ def parse_boolean_expression(text: str) -> exp.Expr:
     try:
         statements = sqlglot.parse(text, read="databricks")
     except (ParseError, TokenError) as err:
-        first = str(err).splitlines()[0] if str(err) else "syntax error"
+        first = first_line(err)
         raise ValueError(f"not a valid Spark SQL expression: {first}") from None
     found = [s for s in statements if s is not None]
     if len(found) != 1:
@@ -100,15 +104,37 @@ def _finding(loaded: LoadedContract, path: tuple[str | int, ...], message: str, 
     return Problem(loaded.source.locate(path), field_path(path), message, code, Severity.FINDING)
 
 
-def _lint(loaded: LoadedContract) -> Iterator[Problem]:
-    c = loaded.contract
-    mapping = column_mapping_enabled(c)
-    names = {col.name.casefold(): col.name for col in c.columns}
+Checker = Callable[[LoadedContract], Iterator[Problem]]
+CHECKERS: list[Checker] = []
 
-    for part in c.table_parts:
+
+def checker(function: Checker) -> Checker:
+    """Register one aspect of `lint`; checkers run in registration order."""
+    CHECKERS.append(function)
+    return function
+
+
+def _lint(loaded: LoadedContract) -> Iterator[Problem]:
+    for check in CHECKERS:
+        yield from check(loaded)
+
+
+def _column_names(contract: Contract) -> set[str]:
+    return {column.name.casefold() for column in contract.columns}
+
+
+@checker
+def _table_name(loaded: LoadedContract) -> Iterator[Problem]:
+    for part in loaded.contract.table_parts:
         if _UNSTORABLE & set(part) or not part.strip():
             yield _finding(loaded, ("id",), f"table name part '{part}' cannot be stored by Delta", "DC-L011")
 
+
+@checker
+def _column_names_and_references(loaded: LoadedContract) -> Iterator[Problem]:
+    c = loaded.contract
+    mapping = column_mapping_enabled(c)
+    names = _column_names(c)
     seen: dict[str, int] = {}
     for i, col in enumerate(c.columns):
         where = ("columns", i)
@@ -134,53 +160,170 @@ def _lint(loaded: LoadedContract) -> Iterator[Problem]:
                 "(set table.properties delta.columnMapping.mode: name)",
                 "DC-L011",
             )
-        yield from _lint_column_type(loaded, i)
         if col.renamed_from is not None and col.renamed_from.casefold() in names:
-            yield _finding(
-                loaded,
-                (*where, "renamed_from"),
-                f"renamed_from '{col.renamed_from}' names a column that still exists",
-                "DC-L007",
-            )
-        if (
-            col.deprecated
-            and col.deprecated.replaced_by
-            and col.deprecated.replaced_by.casefold() not in names
-        ):
-            yield _finding(
-                loaded,
-                (*where, "deprecated", "replaced_by"),
-                f"replaced_by '{col.deprecated.replaced_by}' is not a column of this contract",
-                "DC-L012",
-            )
+            message = f"renamed_from '{col.renamed_from}' names a column that still exists"
+            yield _finding(loaded, (*where, "renamed_from"), message, "DC-L007")
+        replaced_by = col.deprecated.replaced_by if col.deprecated else None
+        if replaced_by and replaced_by.casefold() not in names:
+            message = f"replaced_by '{replaced_by}' is not a column of this contract"
+            yield _finding(loaded, (*where, "deprecated", "replaced_by"), message, "DC-L012")
 
+
+@checker
+def _column_types_and_rules(loaded: LoadedContract) -> Iterator[Problem]:
+    for i, col in enumerate(loaded.contract.columns):
+        where: tuple[str | int, ...] = ("columns", i)
+        try:
+            spark_type = parse_type(col.type)
+        except TypeParseError as err:
+            yield _finding(loaded, (*where, "type"), f"invalid type '{col.type}': {err.message}", "DC-L002")
+            continue
+        yield from _enum_rule(loaded, where, col, spark_type)
+        yield from _bound_rules(loaded, where, col, spark_type)
+        yield from _regex_rule(loaded, where, col, spark_type)
+        if col.default is not None and not _default_fits(col.default, spark_type):
+            message = f"default {col.default!r} does not fit type {col.type}"
+            yield _finding(loaded, (*where, "default"), message, "DC-L016")
+
+
+def _type_name(spark_type: SparkType) -> str:
+    return spark_type.name if isinstance(spark_type, PrimitiveType) else render_type(spark_type)
+
+
+def _literal_fits(value: object, spark_type: SparkType) -> bool:
+    """Whether a YAML value is a literal of the column's type (the CHECK compares the two)."""
+    name = _type_name(spark_type)
+    if isinstance(value, bool):
+        return name == "boolean"
+    if is_numeric(spark_type):
+        return isinstance(value, int) if name in INTEGRALS else isinstance(value, int | float)
+    if is_string(spark_type):
+        return isinstance(value, str)
+    if name == "date":
+        return isinstance(value, date) and not isinstance(value, datetime)
+    if name in ("timestamp", "timestamp_ntz"):
+        return isinstance(value, date)  # a date is midnight of that day
+    return False
+
+
+def _literal_kind(spark_type: SparkType) -> str:
+    name = _type_name(spark_type)
+    if is_numeric(spark_type):
+        return "integers" if name in INTEGRALS else "numbers"
+    if name == "date":
+        return "dates (2024-01-31)"
+    if name in ("timestamp", "timestamp_ntz"):
+        return "timestamps (2024-01-31 10:00:00) or dates"
+    return "strings" if is_string(spark_type) else f"{name} values"
+
+
+def _enum_rule(
+    loaded: LoadedContract, where: tuple[str | int, ...], col: Column, spark_type: SparkType
+) -> Iterator[Problem]:
+    values = col.checks.enum
+    if values is None:
+        return
+    path = (*where, "checks", "enum")
+    if not values:
+        yield _finding(loaded, path, "enum is empty: no value could pass", "DC-L003")
+    if not (is_string(spark_type) or is_numeric(spark_type) or _type_name(spark_type) == "boolean"):
+        yield _finding(loaded, path, f"enum on a column of type {col.type}", "DC-L003")
+        return
+    for k, value in enumerate(values):
+        if not _literal_fits(value, spark_type):
+            kind = _literal_kind(spark_type)
+            message = f"enum value {value!r} is not of the column's type {col.type}: use {kind}"
+            yield _finding(loaded, (*path, k), message, "DC-L003")
+
+
+def _bound_rules(
+    loaded: LoadedContract, where: tuple[str | int, ...], col: Column, spark_type: SparkType
+) -> Iterator[Problem]:
+    checks = col.checks
+    orderable = is_numeric(spark_type) or _type_name(spark_type) in ("date", "timestamp", "timestamp_ntz")
+    fitting = []
+    for bound in ("min", "max"):
+        value = getattr(checks, bound)
+        if value is None:
+            continue
+        if not orderable:
+            message = (
+                f"{bound} on a column of type {col.type}: min/max apply to numbers, dates and timestamps"
+            )
+            yield _finding(loaded, (*where, "checks", bound), message, "DC-L005")
+        elif not _literal_fits(value, spark_type):
+            message = (
+                f"{bound} {value!r} is not a literal of type {col.type}: use {_literal_kind(spark_type)}"
+            )
+            yield _finding(loaded, (*where, "checks", bound), message, "DC-L005")
+        else:
+            fitting.append(bound)
+    if fitting == ["min", "max"] and _above(checks.min, checks.max):
+        message = f"min {checks.min} is greater than max {checks.max}"
+        yield _finding(loaded, (*where, "checks", "min"), message, "DC-L004")
+
+
+def _as_moment(value: date) -> datetime:
+    if isinstance(value, datetime):
+        return value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
+    return datetime(value.year, value.month, value.day)
+
+
+def _above(low: object, high: object) -> bool:
+    """`low > high` for two bounds that fit one column: both numbers, or both dates/timestamps."""
+    if isinstance(low, date) and isinstance(high, date):
+        return _as_moment(low) > _as_moment(high)
+    if isinstance(low, int | float) and isinstance(high, int | float):
+        return low > high
+    return False
+
+
+def _regex_rule(
+    loaded: LoadedContract, where: tuple[str | int, ...], col: Column, spark_type: SparkType
+) -> Iterator[Problem]:
+    pattern = col.checks.regex
+    if pattern is None:
+        return
+    if not is_string(spark_type):
+        yield _finding(
+            loaded, (*where, "checks", "regex"), f"regex on a column of type {col.type}", "DC-L006"
+        )
+    try:
+        re.compile(pattern)
+    except re.error as err:
+        yield _finding(loaded, (*where, "checks", "regex"), f"regex does not compile: {err}", "DC-L006")
+
+
+@checker
+def _layout(loaded: LoadedContract) -> Iterator[Problem]:
+    c = loaded.contract
+    names = _column_names(c)
     for field in ("partitioned_by", "clustered_by"):
         for j, name in enumerate(getattr(c.table, field)):
             if name.casefold() not in names:
                 yield _finding(loaded, ("table", field, j), f"'{name}' is not a column", "DC-L009")
     if c.table.partitioned_by and c.table.clustered_by:
-        yield _finding(
-            loaded,
-            ("table", "clustered_by"),
-            "a Delta table is either partitioned or clustered, not both",
-            "DC-L009",
-        )
-    for key in c.table.properties:
+        message = "a Delta table is either partitioned or clustered, not both"
+        yield _finding(loaded, ("table", "clustered_by"), message, "DC-L009")
+
+
+@checker
+def _properties(loaded: LoadedContract) -> Iterator[Problem]:
+    for key in loaded.contract.table.properties:
+        where = ("table", "properties", key)
         if key.startswith(_RESERVED_PROPERTY_PREFIX):
-            yield _finding(
-                loaded,
-                ("table", "properties", key),
-                f"'{key}': delta_contracts.* properties are set by the toolkit (the contract stamp)",
-                "DC-L013",
-            )
+            message = f"'{key}': delta_contracts.* properties are set by the toolkit (the contract stamp)"
+            yield _finding(loaded, where, message, "DC-L013")
         if key.startswith("delta.constraints."):
             yield _finding(
-                loaded,
-                ("table", "properties", key),
-                "CHECK constraints go under `constraints:`, not properties",
-                "DC-L013",
+                loaded, where, "CHECK constraints go under `constraints:`, not properties", "DC-L013"
             )
 
+
+@checker
+def _constraints(loaded: LoadedContract) -> Iterator[Problem]:
+    c = loaded.contract
+    names = _column_names(c)
     constraint_names: dict[str, int] = {}
     derived = {
         f"{col.name}_{rule}".casefold() for col in c.columns for rule in ("min", "max", "enum", "regex")
@@ -203,23 +346,21 @@ def _lint(loaded: LoadedContract) -> Iterator[Problem]:
             continue
         for ref in parsed.find_all(exp.Column):
             if ref.name.casefold() not in names:
-                yield _finding(
-                    loaded, ("constraints", k, "expression"), f"'{ref.name}' is not a column", "DC-L008"
-                )
+                message = f"'{ref.name}' is not a column"
+                yield _finding(loaded, ("constraints", k, "expression"), message, "DC-L008")
 
-    q = c.quality
+
+@checker
+def _quality(loaded: LoadedContract) -> Iterator[Problem]:
+    q = loaded.contract.quality
+    names = _column_names(loaded.contract)
     if q.freshness and q.freshness.column.casefold() not in names:
-        yield _finding(
-            loaded, ("quality", "freshness", "column"), f"'{q.freshness.column}' is not a column", "DC-L015"
-        )
+        message = f"'{q.freshness.column}' is not a column"
+        yield _finding(loaded, ("quality", "freshness", "column"), message, "DC-L015")
     for k, comp in enumerate(q.completeness):
         if comp.column.casefold() not in names:
-            yield _finding(
-                loaded,
-                ("quality", "completeness", k, "column"),
-                f"'{comp.column}' is not a column",
-                "DC-L015",
-            )
+            message = f"'{comp.column}' is not a column"
+            yield _finding(loaded, ("quality", "completeness", k, "column"), message, "DC-L015")
     for k, key_columns in enumerate(q.unique):
         for j, name in enumerate(key_columns):
             if name.casefold() not in names:
@@ -227,58 +368,8 @@ def _lint(loaded: LoadedContract) -> Iterator[Problem]:
     volume = q.volume
     if volume and volume.min_rows is not None and volume.max_rows is not None:  # noqa: SIM102
         if volume.min_rows > volume.max_rows:
-            yield _finding(
-                loaded, ("quality", "volume", "min_rows"), "min_rows is greater than max_rows", "DC-L004"
-            )
-
-
-def _lint_column_type(loaded: LoadedContract, i: int) -> Iterator[Problem]:
-    col = loaded.contract.columns[i]
-    where: tuple[str | int, ...] = ("columns", i)
-    try:
-        spark_type = parse_type(col.type)
-    except TypeParseError as err:
-        yield _finding(loaded, (*where, "type"), f"invalid type '{col.type}': {err.message}", "DC-L002")
-        return
-    checks = col.checks
-    if checks.enum is not None:
-        if not is_string(spark_type):
-            yield _finding(
-                loaded, (*where, "checks", "enum"), f"enum on a non-string column ({col.type})", "DC-L003"
-            )
-        elif any(not isinstance(v, str) for v in checks.enum):
-            yield _finding(
-                loaded,
-                (*where, "checks", "enum"),
-                "enum values of a string column must be strings",
-                "DC-L003",
-            )
-        if not checks.enum:
-            yield _finding(
-                loaded, (*where, "checks", "enum"), "enum is empty: no value could pass", "DC-L003"
-            )
-    for bound in ("min", "max"):
-        if getattr(checks, bound) is not None and not is_orderable(spark_type):
-            yield _finding(
-                loaded, (*where, "checks", bound), f"{bound} on a column of type {col.type}", "DC-L005"
-            )
-    if checks.min is not None and checks.max is not None and checks.min > checks.max:
-        yield _finding(
-            loaded, (*where, "checks", "min"), f"min {checks.min} is greater than max {checks.max}", "DC-L004"
-        )
-    if checks.regex is not None:
-        if not is_string(spark_type):
-            yield _finding(
-                loaded, (*where, "checks", "regex"), f"regex on a column of type {col.type}", "DC-L006"
-            )
-        try:
-            re.compile(checks.regex)
-        except re.error as err:
-            yield _finding(loaded, (*where, "checks", "regex"), f"regex does not compile: {err}", "DC-L006")
-    if col.default is not None and not _default_fits(col.default, spark_type):
-        yield _finding(
-            loaded, (*where, "default"), f"default {col.default!r} does not fit type {col.type}", "DC-L016"
-        )
+            message = "min_rows is greater than max_rows"
+            yield _finding(loaded, ("quality", "volume", "min_rows"), message, "DC-L004")
 
 
 def _default_fits(value: object, spark_type: SparkType) -> bool:

@@ -86,10 +86,12 @@ def parse_project(text: str, path: Path) -> LoadedProject:
 
 
 def project_for(path: Path) -> LoadedProject:
-    """The project governing `path` (its nearest contracts.yml), or an empty one."""
+    """The project governing `path` (its nearest contracts.yml), or an empty one rooted at the working
+    directory: without a contracts.yml, `migrations/` and `warehouse/` are where the command runs (as
+    `--help` says), never inside the contracts folder."""
     found = find_project_file(path)
     if found is None:
-        return LoadedProject.empty(path if path.is_dir() else path.parent)
+        return LoadedProject.empty(Path.cwd())
     return _load_project_cached(found.resolve())
 
 

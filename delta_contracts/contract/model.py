@@ -7,10 +7,20 @@ that one run can report every problem with its location instead of stopping at t
 from __future__ import annotations
 
 import re
+from datetime import date, datetime, timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
 
 API_VERSION = "delta-contracts/v1"
 
@@ -35,15 +45,36 @@ def _check_semver(value: str) -> str:
     return value
 
 
+def duration_seconds(text: str) -> float:
+    """An ISO-8601 duration in seconds (a month counts 30 days, a year 365); 0 for text that is none."""
+    match = _DURATION.match(text)
+    if not match:
+        return 0.0
+    y, mo, w, d, h, mi, s = (float(g) if g else 0.0 for g in match.groups())
+    return (((y * 365 + mo * 30 + w * 7 + d) * 24 + h) * 60 + mi) * 60 + s
+
+
 def _check_duration(value: str) -> str:
     if not _DURATION.match(value):
         raise ValueError(f"'{value}' is not an ISO-8601 duration (e.g. P30D, PT30M, P1DT12H)")
     return value
 
 
+def duration(value: str) -> timedelta:
+    """An ISO-8601 duration as a timedelta (a year counts 365 days, a month 30)."""
+    match = _DURATION.match(value)
+    if not match:
+        raise ValueError(f"'{value}' is not an ISO-8601 duration (e.g. P30D, PT30M, P1DT12H)")
+    y, mo, w, d, h, mi, s = (float(g) if g else 0.0 for g in match.groups())
+    return timedelta(days=y * 365 + mo * 30 + w * 7 + d, hours=h, minutes=mi, seconds=s)
+
+
 SemVer = Annotated[str, Field(description="Semantic version MAJOR.MINOR.PATCH", examples=["3.0.0"])]
 Duration = Annotated[str, Field(description="ISO-8601 duration", examples=["P30D", "PT30M"])]
 Scalar = str | int | float | bool
+# A min/max bound as YAML gives it: a number, a date, a timestamp, or text. Kept as written (no coercion:
+# `"5"` stays text) so that `lint` can say which bound does not fit its column's type.
+Bound = StrictInt | StrictFloat | datetime | date | StrictStr
 
 
 class Owner(Frozen):
@@ -87,10 +118,22 @@ def _property_text(value: Any) -> Any:
 
 
 class Checks(Frozen):
-    min: int | float | None = None
-    max: int | float | None = None
+    min: Bound | None = None
+    max: Bound | None = None
     enum: tuple[Scalar, ...] | None = None
     regex: str | None = None
+
+    @field_validator("min", "max", mode="before")
+    @classmethod
+    def _iso_text_is_a_date(cls, value: Any) -> Any:
+        # A quoted "2024-01-01" (and a bound read back from a stored migration's JSON) is the date it names.
+        if isinstance(value, str):
+            for parse in (date.fromisoformat, datetime.fromisoformat):
+                try:
+                    return parse(value)
+                except ValueError:
+                    continue
+        return value
 
 
 class Deprecation(Frozen):
@@ -104,17 +147,40 @@ class Deprecation(Frozen):
         return _check_semver(str(value) if isinstance(value, int | float) else value)
 
 
+class Conversion(Frozen):
+    """How a value changes type where no Delta type widening can (the copy into a new versioned table)."""
+
+    expression: str = Field(
+        min_length=1,
+        description="Spark SQL over the previous version's columns giving this column's value, "
+        "e.g. CAST(amount * 100 AS BIGINT).",
+    )
+    inverse: str | None = Field(
+        default=None,
+        description="Spark SQL over this version's columns giving the previous value back, for the "
+        "compatibility view in the old shape; without it the old version gets no compatibility view.",
+    )
+
+
 class Column(Frozen):
     name: str = Field(min_length=1)
     type: str
-    nullable: bool = True
+    nullable: StrictBool = True  # `nullable: "no"` is an error, not NOT NULL
     description: str | None = None
     checks: Checks = Checks()
     default: Scalar | None = None
     renamed_from: str | None = None
+    fill: str | None = Field(
+        default=None,
+        description="Spark SQL over the table's other columns filling existing rows of a NOT NULL column "
+        "added without a default (in-place backfill and versioned copy).",
+    )
+    convert: Conversion | None = Field(
+        default=None, description="Explicit conversion for a type change that is not a Delta type widening."
+    )
     deprecated: Deprecation | None = None
     tags: tuple[str, ...] = ()
-    pii: bool = False
+    pii: StrictBool = False
 
 
 class TableConstraint(Frozen):

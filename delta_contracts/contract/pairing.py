@@ -22,13 +22,6 @@ class ColumnPairing:
     def matched(self) -> tuple[tuple[Column, Column], ...]:
         return self.kept + self.renamed
 
-    def new_name_of(self, old_name: str) -> str | None:
-        folded = old_name.casefold()
-        for old, new in self.matched:
-            if old.name.casefold() == folded:
-                return new.name
-        return None
-
 
 def pair_columns(old: Contract, new: Contract) -> ColumnPairing:
     old_by_name = {c.name.casefold(): c for c in old.columns}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, StrictBool
 
 from delta_contracts.contract.model import Checks, Evolution, Frozen, Owner, Scalar
 from delta_contracts.target import DEFAULT_TARGET, Target
@@ -19,12 +19,12 @@ PROJECT_FILE = "contracts.yml"
 
 class ColumnRule(Frozen):
     match: str = Field(description="Regex searched in the column name, e.g. '_id$'.")
-    nullable: bool | None = None
+    nullable: StrictBool | None = None
     description: str | None = None
     checks: Checks | None = None
     default: Scalar | None = None
     tags: tuple[str, ...] | None = None
-    pii: bool | None = None
+    pii: StrictBool | None = None
 
 
 class ContractDefaults(Frozen):

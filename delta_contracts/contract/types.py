@@ -308,6 +308,14 @@ def canonical(text: str) -> str:
     return render_type(parse_type(text))
 
 
+def canonical_or_text(text: str) -> str:
+    """The canonical spelling of a type, or the text itself when it is no type (compared as written)."""
+    try:
+        return canonical(text)
+    except TypeParseError:
+        return text
+
+
 def is_numeric(t: SparkType) -> bool:
     return isinstance(t, DecimalType) or (
         isinstance(t, PrimitiveType) and t.name in (*INTEGRALS, "float", "double")

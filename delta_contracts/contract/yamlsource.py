@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from delta_contracts.contract.errors import ContractError, Location, Problem, field_path
+from delta_contracts.contract.errors import ContractError, Location, Problem, field_path, first_line
 
 Path = tuple[str | int, ...]
 # libyaml composes nodes (marks included) ~20x faster than the pure-Python parser; both give the same tree.
@@ -39,13 +39,6 @@ class SourceMap:
             if not probe:
                 return Location(self.file, 1, 1)
             probe = probe[:-1]
-
-    def merge_from(self, other: SourceMap, prefix: Path = ()) -> None:
-        """Adopt `other`'s locations for paths this map does not have (values taken from defaults)."""
-        for path, loc in other.values.items():
-            self.values.setdefault(prefix + path, loc)
-        for path, loc in other.keys.items():
-            self.keys.setdefault(prefix + path, loc)
 
 
 def _mark(file: str, node: yaml.Node) -> Location:
@@ -101,7 +94,7 @@ class _Builder:
         try:
             return self.loader.construct_object(node, deep=True)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError) as exc:
-            reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            reason = getattr(exc, "problem", None) or first_line(exc)
             raise ContractError([self._problem(node, path, f"unreadable value: {reason}")]) from None
 
     def _problem(self, node: yaml.Node, path: Path, message: str) -> Problem:
@@ -125,7 +118,7 @@ def read_yaml(text: str, file: str) -> tuple[Any, SourceMap]:
         except yaml.reader.ReaderError as exc:
             raise ContractError([_reader_problem(text, file, exc)]) from None
         except yaml.YAMLError as exc:
-            message = str(exc).splitlines()[0]
+            message = first_line(exc)
             raise ContractError(
                 [Problem(Location(file, 1, 1), "", f"YAML error: {message}", "DC-YAML")]
             ) from None

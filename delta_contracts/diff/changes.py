@@ -40,6 +40,8 @@ CODES: dict[str, tuple[ChangeClass, str]] = {
     "DC-TB403": (MINOR, "table property changed"),
     # Readers keep reading the same name (the alias view), so switching strategy is not breaking.
     "DC-TB404": (MINOR, "versioning strategy changed"),
+    # A versioned table is named by its major version (`<table>__v<major>`): the switch needs a major bump.
+    "DC-TB405": (MAJOR, "switched to versioned tables"),
     "DC-QA501": (MINOR, "SLA tightened"),
     "DC-QA502": (MAJOR, "SLA loosened"),
     "DC-QA503": (MAJOR, "unique keys changed"),

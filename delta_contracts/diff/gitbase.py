@@ -24,6 +24,10 @@ class GitError(Exception):
     pass
 
 
+class GitMissing(GitError):
+    pass
+
+
 @dataclass(frozen=True)
 class BaseContracts:
     contracts: list[LoadedContract]
@@ -42,10 +46,58 @@ def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
     try:
         done = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, check=False)
     except FileNotFoundError:
-        raise GitError("git is not installed") from None
+        raise GitMissing(
+            "git is not installed: --base needs it (or compare two files: diff OLD NEW)"
+        ) from None
     if done.returncode != 0:
         raise GitError(done.stderr.decode(errors="replace").strip() or f"git {' '.join(args)} failed")
     return done.stdout
+
+
+def _top_level(cwd: Path) -> Path:
+    try:
+        return Path(_git(["rev-parse", "--show-toplevel"], cwd).decode().strip())
+    except GitMissing:
+        raise
+    except GitError:
+        raise GitError(
+            f"{cwd} is not inside a git repository: --base compares with a git ref; run it in the "
+            "repository, or compare two files with `delta-contracts diff OLD NEW`"
+        ) from None
+
+
+def _check_ref(ref: str, top: Path) -> None:
+    """Name the ref and what to do, instead of git's `fatal: Needed a single revision`."""
+    try:
+        _git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], top)
+    except GitError:
+        pass
+    else:
+        return
+    try:
+        _git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], top)
+    except GitError:
+        raise GitError(
+            f"--base {ref}: the repository has no commit yet; commit the contracts first, then compare"
+        ) from None
+    if "~" in ref or "^" in ref:
+        raise GitError(
+            f"--base {ref}: no such commit; the history is shorter than that (a first commit has no parent). "
+            "Use a commit that exists (git log --oneline lists them), or compare two files with diff OLD NEW"
+        )
+    raise GitError(
+        f"--base {ref}: not a commit, branch or tag of this repository; "
+        "check the name (git log --oneline, git branch -a, git tag list them)"
+    )
+
+
+def _relative(root: Path, top: Path) -> str:
+    try:
+        return str(PurePosixPath(root.resolve().relative_to(top.resolve())))
+    except ValueError:
+        raise GitError(
+            f"{root} is outside the git repository at {top}: --base reads files of that repository"
+        ) from None
 
 
 def _read_blobs(specs: list[str], cwd: Path) -> list[bytes]:
@@ -71,9 +123,9 @@ def contracts_at(ref: str, roots: list[Path]) -> BaseContracts:
     listed as unchanged and not parsed at all, which is what keeps a large repository fast.
     """
     cwd = Path.cwd()
-    top = Path(_git(["rev-parse", "--show-toplevel"], cwd).decode().strip())
-    _git(["rev-parse", "--verify", f"{ref}^{{commit}}"], cwd)
-    relative = [str(PurePosixPath(r.resolve().relative_to(top.resolve()))) for r in roots]
+    top = _top_level(cwd)
+    _check_ref(ref, top)
+    relative = [_relative(r, top) for r in roots]
     # contracts.yml files above the roots hold defaults too: list them along with the roots.
     ancestors = {str(PurePosixPath(r).parent / PROJECT_FILE) for r in relative}
     for r in relative:

@@ -65,3 +65,15 @@ def verdict(old: Contract, new: Contract, changes: list[Change]) -> Verdict:
 
 
 RANK_OF_DECLARED = {"patch": 1, "minor": 2, "major": 3}
+
+
+def refusals(result: Verdict, old_version: str, new_version: str) -> list[str]:
+    """Why the change is refused, in the words `diff` prints and `plan` raises (empty: accepted)."""
+    out = list(result.violations)
+    if not result.declared_ok:
+        required = result.required.value if result.required is not None else "none"
+        said = {"none": "is unchanged", "downgrade": "goes down"}.get(
+            result.declared, f"is a {result.declared} bump"
+        )
+        out.insert(0, f"version {old_version} -> {new_version} {said}; the changes require {required}")
+    return out

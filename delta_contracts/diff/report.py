@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 
 from delta_contracts.diff.changes import Change
-from delta_contracts.diff.policy import Verdict
+from delta_contracts.diff.policy import Verdict, refusals
 
 
 @dataclass(frozen=True)
@@ -51,14 +51,16 @@ def _problems(d: ContractDiff) -> list[str]:
         ]
     if d.verdict is None:
         return []
-    out = list(d.verdict.violations)
-    if not d.verdict.declared_ok:
-        out.insert(
-            0,
-            f"version {d.old_version} -> {d.new_version} is a {d.verdict.declared} bump; "
-            f"the changes require {_required(d)}",
-        )
-    return out
+    return refusals(d.verdict, d.old_version or "", d.new_version or "")
+
+
+def _bumps_in_words(d: ContractDiff) -> str:
+    """`requires minor, declared patch`; never `requires none` or `declared none`."""
+    required = _required(d)
+    needs = "requires no bump" if required == "none" else f"requires {required}"
+    declared = _declared(d)
+    said = {"none": "version unchanged", "-": "new"}.get(declared, f"declared {declared}")
+    return f"{needs}, {said}"
 
 
 def render_text(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
@@ -66,10 +68,7 @@ def render_text(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
     for d in diffs:
         mark = "ok" if d.ok else "FAIL"
         versions = f"{d.old_version or '(new)'} -> {d.new_version or '(deleted)'}"
-        lines.append(
-            f"{d.contract_id} {versions}: {d.status}, "
-            f"requires {_required(d)}, declared {_declared(d)} [{mark}]"
-        )
+        lines.append(f"{d.contract_id} {versions}: {d.status}, {_bumps_in_words(d)} [{mark}]")
         for problem in _problems(d):
             lines.append(f"  ✗ {problem}")
         for c in d.changes:
@@ -123,7 +122,7 @@ def render_markdown(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
             f"### {icon} `{d.contract_id}` {d.old_version or 'new'} → {d.new_version or 'deleted'}",
             "",
         ]
-        lines.append(f"Required bump: **{_required(d)}** · declared: **{_declared(d)}**")
+        lines.append(f"Bump: {_bumps_in_words(d)}")
         problems = _problems(d)
         if problems:
             lines += ["", "Violations:"] + [f"- {_cell(p)}" for p in problems]

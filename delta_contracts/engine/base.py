@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-import json
-import os
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.live import Commit, LiveTable
-from delta_contracts.plan.conditions import AllOf, AnyOf, Condition, NoRowsWhere, TableId, holds
+from delta_contracts.live import Commit, LiveTable, TableId
+from delta_contracts.plan.conditions import (
+    AllOf,
+    AnyOf,
+    Condition,
+    NoRowsWhere,
+    ViewDefined,
+    holds,
+)
 from delta_contracts.plan.ops import Op
 
 
 class EngineError(Exception):
     """An op could not run; the message says which op, on which table, and why."""
+
+
+class PartialOp(EngineError):
+    """An op committed to the table yet did not do what it says: the Delta log holds its version."""
+
+    def __init__(self, op: Op, version: int, why: str) -> None:
+        self.op, self.version = op, version
+        super().__init__(
+            f"{op.summary()} on {'.'.join(op.table)}: partial: the table is now at version {version}, "
+            f"but {why}; inspect that commit (DESCRIBE HISTORY) before retrying"
+        )
 
 
 class PreconditionFailed(EngineError):
@@ -39,51 +54,10 @@ class OpOutcome:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class CommitRecord:
-    table: str
-    version: int
-    op_kind: str
-    tag: str | None
-    engine: str
-    path: str
-    at: float
-
-
-class CommitLog:
-    """Which table versions the toolkit produced, so any other commit is known to be out of band.
-
-    An append-only JSON-lines file beside the warehouse; the apply ledger will supersede it.
-    """
-
-    def __init__(self, folder: Path) -> None:
-        self.path = folder / "commits.jsonl"
-
-    def record(self, record: CommitRecord) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps(asdict(record), ensure_ascii=False) + "\n"
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-    def last_version(self, table: str) -> int | None:
-        """The table version after the toolkit's latest commit (a rewrite restarts the numbering)."""
-        mine = [r for r in self.records() if r.table.casefold() == table.casefold()]
-        return mine[-1].version if mine else None
-
-    def records(self) -> list[CommitRecord]:
-        if not self.path.exists():
-            return []
-        out = []
-        for line in self.path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                out.append(CommitRecord(**json.loads(line)))
-        return out
-
-
 class Engine(ABC):
     name: str = "engine"
+    # `<warehouse>/_delta_contracts`: the apply ledger, leases and the telemetry logs live here.
+    state_dir: Path
 
     @abstractmethod
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
@@ -105,9 +79,9 @@ class Engine(ABC):
     def history(self, table: TableId) -> list[Commit]:
         """The table's commits, oldest first."""
 
-    @property
-    @abstractmethod
-    def commit_log(self) -> CommitLog: ...
+    def run_statement(self, statement: str, *, tag: str | None = None) -> None:
+        """Run one data statement of an op (a batch of a backfill or copy), its commit tagged with `tag`."""
+        self.sql(statement)
 
     def unsupported_reason(self, op: Op) -> str | None:
         """Why this engine cannot run `op`, or None; checked for a whole migration before any op runs."""
@@ -156,7 +130,9 @@ class Engine(ABC):
         if isinstance(condition, AnyOf):
             return any(self.holds(c) for c in condition.conditions)
         tables = {t: live for t in _tables_of(condition) if (live := self.describe(t)) is not None}
-        return holds(condition, tables, dict(self.views()))
+        # Listing views walks the whole catalog: only conditions about a view need it.
+        views = dict(self.views()) if _mentions_view(condition) else {}
+        return holds(condition, tables, views)
 
     def check_precondition(self, op: Op) -> None:
         condition = op.precondition()
@@ -173,20 +149,51 @@ class Engine(ABC):
             elif not self.holds(check):
                 raise EngineError(f"{op.summary()}: precondition {check} does not hold")
 
-    def apply_op(self, op: Op, *, tag: str | None = None) -> OpOutcome:
-        """State-based and idempotent: skip an op whose postcondition holds, check, run, record."""
+    def table_version(self, table: TableId) -> int | None:
+        """The table's current Delta version, or None when there is no such table."""
+        live = self.describe(table)
+        return None if live is None else live.version
+
+    def postcondition_holds(self, op: Op) -> bool:
         post = op.postcondition()
-        if post is not None and self.holds(post):
+        return post is not None and self.holds(post)
+
+    def apply_op(self, op: Op, *, tag: str | None = None) -> OpOutcome:
+        """State-based and idempotent: skip an op whose postcondition holds, check, run, verify.
+
+        Recording what ran is the caller's (`delta_contracts.apply` writes the ledger)."""
+        if self.postcondition_holds(op):
             return OpOutcome(op.kind, ".".join(op.table), None, "skipped", "postcondition already holds")
         self.check_precondition(op)
-        outcome = self.run(op, tag=tag)
-        if outcome.version is not None:
-            self.commit_log.record(
-                CommitRecord(
-                    outcome.table, outcome.version, op.kind, tag, self.name, outcome.path, time.time()
-                )
+        return self.run_verified(op, tag=tag)
+
+    def run_verified(self, op: Op, *, tag: str | None = None) -> OpOutcome:
+        """Run the op and check the outcome against the Delta log: an op that failed must have left no
+        commit, and one that ran must show its result; otherwise it is reported as partial with the version
+        it made."""
+        before = self.table_version(op.table)
+        try:
+            outcome = self.run(op, tag=tag)
+        except EngineError as err:
+            after = self.table_version(op.table)
+            if after is not None and after != before:
+                raise PartialOp(op, after, f"the op failed: {err}") from err
+            raise
+        result = op.result_condition()
+        if result is not None and not self.holds(result):
+            after = self.table_version(op.table)
+            if after is not None and after != before:
+                raise PartialOp(op, after, f"the Delta log does not show {result}")
+            raise EngineError(
+                f"{op.summary()} on {'.'.join(op.table)}: ran, but the table does not show {result}"
             )
         return outcome
+
+
+def _mentions_view(condition: Condition) -> bool:
+    if isinstance(condition, AllOf | AnyOf):
+        return any(_mentions_view(c) for c in condition.conditions)
+    return isinstance(condition, ViewDefined)
 
 
 def _tables_of(condition: Condition) -> list[TableId]:

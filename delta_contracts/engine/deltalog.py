@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from delta_contracts.engine.schema_json import columns_from_schema
-from delta_contracts.live import Commit, LiveTable
+from delta_contracts.live import Commit, LiveTable, commits_from_history
 
 CONSTRAINT_PREFIX = "delta.constraints."
 
@@ -51,18 +51,7 @@ def read_table(location: str, name: str) -> LiveTable:
 
 
 def history(location: str, limit: int | None = None) -> list[Commit]:
-    commits = []
-    for entry in _open(location).history(limit):
-        commits.append(
-            Commit(
-                version=int(entry["version"]),
-                operation=str(entry.get("operation", "")),
-                timestamp_ms=int(entry.get("timestamp", 0)),
-                user_metadata=entry.get("userMetadata"),
-                engine_info=entry.get("engineInfo"),
-            )
-        )
-    return sorted(commits, key=lambda c: c.version)
+    return commits_from_history(_open(location).history(limit))
 
 
 def version(location: str) -> int:

@@ -1,5 +1,15 @@
 """The embedded `local` engine: Sail in-process for SQL and data, delta-rs for the metadata ops Sail lacks,
-and a rewrite where neither has a metadata-only path (DESIGN.md, "Engines").
+and delta-spark — started lazily, only when such an op comes — for the ops neither can do on the table itself
+(DESIGN.md, "Engines"). The table's Delta history always continues; no op restarts it.
+
+Ops that reach delta-spark (a local JVM session, ~6-10 s to start; Java 17 and the cached jars needed):
+DROP COLUMNS; enabling column mapping on a table; ALTER COLUMN TYPE / SET DEFAULT / DROP DEFAULT on a table
+this engine did not create in this process (Sail commits those and then fails); ADD COLUMN on a column-mapped
+table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables whose features delta-rs cannot write
+(column defaults, type widening). Which path an op takes is decided from the Delta log before it runs
+(`local_routes`). Where delta-spark cannot start, such ops are refused before anything runs — unless the
+engine was opened with `allow_rewrite=True`, which rebuilds the table and keeps the old one as a backup
+(`rewrite`).
 
 Sail's catalog lives in memory, so it is rebuilt at start: every Delta table under
 `<warehouse>/<schema>/<table>` is registered by location and views are re-created from
@@ -14,49 +24,42 @@ import os
 import re
 import shutil
 import tempfile
-import uuid
 import warnings
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
 
-from delta_contracts.engine import deltalog
-from delta_contracts.engine.base import CommitLog, Engine, EngineError, OpOutcome
+from delta_contracts.contract.errors import first_line
+from delta_contracts.engine import deltalog, rewrite
+from delta_contracts.engine.base import Engine, EngineError, OpOutcome
+from delta_contracts.engine.delta_rs_path import delta_rs_change
+from delta_contracts.engine.delta_spark_path import DeltaSparkPath
+from delta_contracts.engine.local_routes import TableFacts, Tool, project, route
+from delta_contracts.engine.rewrite import StepHook
 from delta_contracts.live import Commit, LiveTable
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     AddCheck,
-    AddColumn,
-    Backfill,
-    ColumnSpec,
     CopyRows,
     CreateTable,
     CreateView,
-    DropCheck,
-    DropColumnDefault,
     DropColumns,
-    DropNotNull,
     DropTable,
     Op,
     RenameTable,
     SetClustering,
-    SetColumnComment,
-    SetColumnDefault,
     SetNotNull,
     SetProperties,
-    SetTableComment,
-    WidenType,
 )
 from delta_contracts.plan.render import build, render
 
 TableId = tuple[str, ...]
 STATE_DIR = "_delta_contracts"
-COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
 _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds case
-_INTERNAL_PROPERTIES = {"delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion"}
 
 
 def _start_sail() -> tuple[Any, Any]:
@@ -78,16 +81,39 @@ def _start_sail() -> tuple[Any, Any]:
 
 
 class LocalEngine(Engine):
+    """Sail + delta-rs in-process; delta-spark only for the ops listed in the module docstring.
+
+    `allow_rewrite=True` lets ops that need delta-spark run where it cannot start, by rebuilding the table
+    (history restarts; the old table is kept as a named backup under `_delta_contracts/backups`).
+    `on_step` is called at each step of such a rewrite (`rewrite.STEPS`), for crash tests.
+    """
+
     name = "local"
 
-    def __init__(self, warehouse: Path | str = "warehouse") -> None:
+    def __init__(
+        self,
+        warehouse: Path | str = "warehouse",
+        *,
+        allow_rewrite: bool = False,
+        on_step: StepHook | None = None,
+    ) -> None:
         self.warehouse = Path(warehouse).resolve()
         self.warehouse.mkdir(parents=True, exist_ok=True)
-        self.state = self.warehouse / STATE_DIR
-        self._commits = CommitLog(self.state)
+        self.state = self.state_dir = self.warehouse / STATE_DIR
+        self.allow_rewrite = allow_rewrite
+        self._on_step = on_step
+        self._delta_spark = DeltaSparkPath(self.state)
+        self._declared: set[TableId] = set()  # tables whose Sail catalog entry carries their schema
+        self.recovered = rewrite.recover(self.state)
+        for note in self.recovered:
+            warnings.warn(note, stacklevel=2)
         self._server, self.spark = _start_sail()
         self._views: dict[str, str] = self._load_views()
-        self.rebuild_catalog()
+        try:
+            self.rebuild_catalog()
+        except BaseException:
+            self.close()
+            raise
 
     # -- catalog ---------------------------------------------------------------------------------------------
     @staticmethod
@@ -114,29 +140,53 @@ class LocalEngine(Engine):
         os.replace(tmp, path)
 
     def rebuild_catalog(self) -> None:
+        """Register every table under the warehouse and re-create the stored views, those a view reads first.
+
+        A view whose tables are gone (dropped out of band) is left out with a warning — its definition stays
+        in views.json and drift reports it; any other failure to create a view is an error.
+        """
         for schema_dir in sorted(p for p in self.warehouse.iterdir() if p.is_dir() and p.name != STATE_DIR):
             for table_dir in sorted(p for p in schema_dir.iterdir() if (p / "_delta_log").is_dir()):
                 self.register((schema_dir.name, table_dir.name))
-        pending = dict(self._views)
-        # Views may read views: create until nothing more succeeds.
-        while pending:
-            progressed = False
-            for key, query in list(pending.items()):
-                try:
-                    self._create_view_sql(tuple(json.loads(key)), query)
-                except Exception:  # retried once the views it depends on exist
-                    continue
-                del pending[key]
-                progressed = True
-            if not progressed:
-                # A view whose table was dropped out of band must not keep the engine from starting; its
-                # definition stays in views.json and drift reports the missing table.
-                warnings.warn(f"views not re-created, their tables are gone: {sorted(pending)}", stacklevel=2)
-                break
+        views = {tuple(json.loads(key)): query for key, query in self._views.items()}
+        missing: dict[TableId, list[str]] = {}
+        created: set[TableId] = set()
+
+        def create(view: TableId, trail: tuple[TableId, ...]) -> bool:
+            if view in created:
+                return True
+            if view in missing:
+                return False
+            if view in trail:
+                raise EngineError(f"stored views read each other in a cycle: {[*trail, view]}")
+            gone = []
+            for source in _sources(views[view]):
+                if source in views:
+                    if not create(source, (*trail, view)):
+                        gone.append(".".join(source))
+                elif not (self.location(source) / "_delta_log").is_dir():
+                    gone.append(".".join(source))
+            if gone:
+                missing[view] = gone
+                return False
+            try:
+                self._create_view_sql(view, views[view])
+            except Exception as err:  # Sail's error, reported with the view it concerns
+                why = first_line(err)
+                raise EngineError(f"cannot re-create the stored view {'.'.join(view)}: {why}") from err
+            created.add(view)
+            return True
+
+        for view in sorted(views):
+            create(view, ())
+        if missing:
+            listed = "; ".join(f"{'.'.join(v)} (reads {', '.join(t)})" for v, t in sorted(missing.items()))
+            warnings.warn(f"views not re-created, the tables they read are gone: {listed}", stacklevel=2)
 
     def register(self, table: TableId) -> None:
         """(Re-)register a table by location; Sail caches metadata at registration (DESIGN.md)."""
         schema, name = self.local_id(table)
+        self._declared.discard((schema, name))
         self._exec(exp.Create(this=x.ident(schema), kind="SCHEMA", exists=True))
         self._exec(exp.Drop(tables=[x.table((schema, name))], kind="TABLE", exists=True))
         props = exp.Properties(
@@ -156,12 +206,9 @@ class LocalEngine(Engine):
         self._exec(statement)
 
     # -- Engine interface ------------------------------------------------------------------------------------
-    @property
-    def commit_log(self) -> CommitLog:
-        return self._commits
-
     def close(self) -> None:
         try:
+            self._delta_spark.close()
             self.spark.stop()
         finally:
             self._server.stop()
@@ -178,6 +225,10 @@ class LocalEngine(Engine):
             return None
         return deltalog.read_table(str(location), ".".join(table))
 
+    def table_version(self, table: TableId) -> int | None:
+        location = self.location(table)
+        return deltalog.version(str(location)) if (location / "_delta_log").is_dir() else None
+
     def views(self) -> Mapping[TableId, str]:
         return {tuple(json.loads(k)): v for k, v in self._views.items()}
 
@@ -187,237 +238,117 @@ class LocalEngine(Engine):
     def _version(self, table: TableId) -> int:
         return deltalog.version(str(self.location(table)))
 
+    def facts(self, table: TableId) -> TableFacts:
+        local = self.local_id(table)
+        return TableFacts.of(self.describe(local), sail_knows_schema=local in self._declared)
+
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
         reason = self.unsupported_reason(op)
         if reason is not None:
             raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {reason}")
-        handler = self._handlers().get(type(op))
-        if handler is None:
-            raise EngineError(f"the local engine has no way to run {op.kind}")
+        local = replace(op, table=self.local_id(op.table))
+        path = route(local, self.facts(local.table))
         try:
-            return handler(replace(op, table=self.local_id(op.table)), tag)
+            if path.tool is Tool.DELTA_SPARK:
+                return self._by_delta_spark(local, tag, path.why)
+            if path.tool is Tool.DELTA_RS:
+                return self._by_delta_rs(local, tag)
+            if path.tool is Tool.CATALOG:
+                return self._by_catalog(local)
+            return self._by_sail(local, tag)
         except EngineError:
             raise
-        except Exception as err:  # Sail (Spark Connect) and delta-rs errors, reported with the op
-            reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {reason}") from err
+        except Exception as err:  # Sail (Spark Connect), delta-rs and delta-spark errors, told with the op
+            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
 
     def unsupported_reason(self, op: Op) -> str | None:
-        """Why Sail 0.7.2 + delta-rs cannot run `op` faithfully (measured), or None."""
-        if isinstance(op, SetNotNull):
-            return "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)"
-        if isinstance(op, SetClustering) or (isinstance(op, CreateTable) and op.clustered_by):
-            return "Sail 0.7.2 has no CLUSTER BY; use --engine spark for liquid clustering"
-        properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
-        if properties.get("delta.enableChangeDataFeed", "false").lower() == "true":
-            return (
-                "Sail 0.7.2 cannot write Change Data Feed tables "
-                "('Unsupported table features required: [ChangeDataFeed]'); use --engine spark"
+        """Why this engine cannot run `op` on the table as it is now, or None."""
+        return self._reason(op, self.facts(op.table))
+
+    def check_supported(self, ops: Sequence[Op]) -> None:
+        """Every op checked against the table as the ops before it will have left it, before any runs."""
+        facts: dict[TableId, TableFacts] = {}
+        reasons = []
+        for op in ops:
+            table = self.local_id(op.table)
+            current = facts.get(table) or self.facts(table)
+            why = self._reason(op, current)
+            if why is not None:
+                reasons.append(f"{op.summary()}: {why}")
+            facts[table] = project(op, current, route(op, current).tool)
+            if isinstance(op, RenameTable):
+                facts[self.local_id(op.new_name)] = replace(current, sail_knows_schema=False)
+        if reasons:
+            raise EngineError(f"the {self.name} engine cannot run this migration:\n  " + "\n  ".join(reasons))
+
+    def _reason(self, op: Op, facts: TableFacts) -> str | None:
+        static = _sail_refusal(op)
+        if static is not None:
+            return static
+        path = route(op, facts)
+        if path.tool is not Tool.DELTA_SPARK:
+            return None
+        unavailable = self._delta_spark.unavailable_reason()
+        if unavailable is None or self.allow_rewrite:
+            return None
+        return (
+            f"it needs delta-spark ({path.why}), which cannot start here: {unavailable}. Way out: install "
+            "Java 17 and run `make jars` (or set DELTA_CONTRACTS_DELTA_JARS), or use --engine spark, or "
+            "pass --allow-rewrite to rebuild the table (its history restarts; the old table is kept as a "
+            "backup)"
+        )
+
+    def _outcome(self, op: Op, path: str, detail: str = "") -> OpOutcome:
+        return OpOutcome(op.kind, ".".join(op.table), self._version(op.table), path, detail)
+
+    # -- delta-spark -----------------------------------------------------------------------------------------
+    def _by_delta_spark(self, op: Op, tag: str | None, why: str) -> OpOutcome:
+        if self._delta_spark.unavailable_reason() is not None:  # only reached with allow_rewrite
+            return self._rewrite(op, f"delta-spark cannot start here ({why})")
+        if isinstance(op, DropColumns) and not self.facts(op.table).mapped:
+            raise EngineError(
+                f"{op.summary()} on {'.'.join(op.table)}: Delta drops columns only on a column-mapped table; "
+                "enable column mapping first (the plan does so in its expand phase: apply that first)"
             )
-        if isinstance(op, AddCheck):
-            awkward = sorted(c for c in x.referenced_columns(op.expression) if not _PLAIN_NAME.match(c))
-            if awkward:
-                return (
-                    f"Sail 0.7.2 stores CHECK expressions without identifier quotes, so a rule on {awkward} "
-                    "would leave a constraint no writer can parse; use --engine spark"
-                )
-        return None
+        self._delta_spark.run(op, self.location(op.table), tag)
+        self.register(op.table)  # Sail caches the metadata it read at registration
+        return self._outcome(op, "delta-spark", f"run by delta-spark on the table in place: {why}")
 
-    def _handlers(self) -> dict[type[Op], Callable[[Any, str | None], OpOutcome]]:
-        handlers: dict[type[Op], Callable[[Any, str | None], OpOutcome]] = {
-            CreateTable: self._create_table,
-            AddColumn: self._add_column,
-            SetColumnDefault: self._column_default,
-            DropColumnDefault: self._column_default,
-            SetColumnComment: self._set_column_comment,
-            SetTableComment: self._set_table_comment,
-            WidenType: self._sail_sql,
-            SetProperties: self._set_properties,
-            AddCheck: self._sail_sql,
-            DropCheck: self._drop_check,
-            DropNotNull: self._drop_not_null,
-            Backfill: self._sail_sql,
-            CopyRows: self._copy_rows,
-            RenameTable: self._rename_table,
-            CreateView: self._create_view,
-            DropColumns: self._drop_columns,
-            DropTable: self._drop_table,
-        }
-        for subclass in SetProperties.__subclasses__():  # deprecation marks and the stamp
-            handlers[subclass] = self._set_properties
-        return handlers
+    # -- delta-rs --------------------------------------------------------------------------------------------
+    def _by_delta_rs(self, op: Op, tag: str | None) -> OpOutcome:
+        from deltalake import CommitProperties, DeltaTable
 
-    def _outcome(self, op: Op, path: str, detail: str = "", table: TableId | None = None) -> OpOutcome:
-        target = table or op.table
-        return OpOutcome(op.kind, ".".join(target), self._version(target), path, detail)
+        properties = CommitProperties(custom_metadata={"userMetadata": tag}) if tag else None
+        table = DeltaTable(str(self.location(op.table)))
+        delta_rs_change(op, table.alter, properties, dict(table.metadata().configuration or {}))
+        self.register(op.table)
+        return self._outcome(op, "delta-rs")
 
-    def _delta_rs(self, table: TableId) -> Any:
-        from deltalake import DeltaTable
-
-        return DeltaTable(str(self.location(table)))
-
-    @staticmethod
-    def _commit_properties(tag: str | None) -> Any:
-        from deltalake import CommitProperties
-
-        return CommitProperties(custom_metadata={"userMetadata": tag}) if tag else None
-
-    def _mapped(self, table: TableId) -> bool:
-        live = self.describe(table)
-        return live is not None and live.properties.get(COLUMN_MAPPING_MODE, "none") != "none"
-
-    # -- op handlers -----------------------------------------------------------------------------------------
-    def _sail_sql(self, op: Op, tag: str | None) -> OpOutcome:
+    # -- Sail ------------------------------------------------------------------------------------------------
+    @singledispatchmethod
+    def _by_sail(self, op: Op, tag: str | None) -> OpOutcome:
         self.sql(render(op))
         return self._outcome(op, "sql")
 
-    def _create_table(self, op: CreateTable, tag: str | None) -> OpOutcome:
+    @_by_sail.register
+    def _(self, op: CreateTable, tag: str | None) -> OpOutcome:
         location = self.location(op.table)
         if location.exists() and any(location.iterdir()):
             raise EngineError(
                 f"{location} already holds files: refusing to create {'.'.join(op.table)} over them"
             )
         self._exec(exp.Create(this=x.ident(op.table[0]), kind="SCHEMA", exists=True))
-        self._exec(self._create_statement(op, location))
+        self._exec(_create_statement(op, location))
+        self._declared.add(op.table)
         return self._outcome(op, "sql")
 
-    @staticmethod
-    def _create_statement(op: CreateTable, location: Path) -> exp.Expr:
-        statement = build(op)
-        properties = statement.args["properties"]
-        properties.append("expressions", exp.LocationProperty(this=exp.Literal.string(str(location))))
-        return statement
-
-    def _metadata(
-        self,
-        op: Op,
-        tag: str | None,
-        change: Callable[[Any, Any], None],
-        reshape: Callable[[TableShape], TableShape],
-    ) -> OpOutcome:
-        """A metadata-only change through delta-rs; where delta-rs refuses the table (column mapping,
-        column defaults and other writer features it lacks), the same change by a rewrite."""
-        try:
-            change(self._delta_rs(op.table).alter, self._commit_properties(tag))
-        except Exception as err:
-            message = str(err)
-            if "not supported" not in message and "Unsupported table features" not in message:
-                raise
-            return self._rewrite(
-                op, reshape, detail=f"delta-rs refused ({message.splitlines()[0]}): rewritten"
-            )
-        self.register(op.table)
-        return self._outcome(op, "delta-rs")
-
-    def _column_default(self, op: SetColumnDefault | DropColumnDefault, tag: str | None) -> OpOutcome:
-        """Sail's ALTER COLUMN … SET/DROP DEFAULT, or a rewrite where Sail cannot resolve the column (it loses
-        track of columns of a table registered again after a delta-rs change; delta-rs itself refuses tables
-        with the column-defaults feature)."""
-        default = op.default if isinstance(op, SetColumnDefault) else None
-        try:
-            return self._sail_sql(op, tag)
-        except Exception as err:
-            if "does not exist" not in str(err):
-                raise
-
-            def reshape(shape: TableShape) -> TableShape:
-                columns = tuple(
-                    replace(c, default=default) if c.name.casefold() == op.column.casefold() else c
-                    for c in shape.columns
-                )
-                return replace(shape, columns=columns)
-
-            return self._rewrite(op, reshape, detail="Sail could not resolve the column: rewritten")
-
-    def _add_column(self, op: AddColumn, tag: str | None) -> OpOutcome:
-        from deltalake.schema import Field
-
-        spec = replace(op.column, nullable=True, default=None)
-        metadata = {"comment": spec.comment} if spec.comment is not None else {}
-        field = Field(spec.name, _delta_type(spec.type), nullable=True, metadata=metadata)
-        return self._metadata(
-            op,
-            tag,
-            lambda alter, props: alter.add_columns([field], commit_properties=props),
-            lambda shape: replace(shape, columns=(*shape.columns, spec)),
-        )
-
-    def _set_column_comment(self, op: SetColumnComment, tag: str | None) -> OpOutcome:
-        def reshape(shape: TableShape) -> TableShape:
-            columns = tuple(
-                replace(c, comment=op.comment) if c.name.casefold() == op.column.casefold() else c
-                for c in shape.columns
-            )
-            return replace(shape, columns=columns)
-
-        return self._metadata(
-            op,
-            tag,
-            lambda alter, props: alter.set_column_metadata(
-                op.column, {"comment": op.comment}, commit_properties=props
-            ),
-            reshape,
-        )
-
-    def _set_table_comment(self, op: SetTableComment, tag: str | None) -> OpOutcome:
-        return self._metadata(
-            op,
-            tag,
-            lambda alter, props: alter.set_table_description(op.comment, commit_properties=props),
-            lambda shape: replace(shape, comment=op.comment),
-        )
-
-    def _drop_check(self, op: DropCheck, tag: str | None) -> OpOutcome:
-        live = self.describe(op.table)
-        name = next((n for n in (live.checks if live else {}) if n.casefold() == op.name.casefold()), op.name)
-        return self._metadata(
-            op,
-            tag,
-            lambda alter, props: alter.drop_constraint(
-                name, raise_if_not_exists=False, commit_properties=props
-            ),
-            lambda shape: replace(shape, checks={k: v for k, v in shape.checks.items() if k != name}),
-        )
-
-    def _drop_not_null(self, op: DropNotNull, tag: str | None) -> OpOutcome:
-        def reshape(shape: TableShape) -> TableShape:
-            columns = tuple(
-                replace(c, nullable=True) if c.name.casefold() == op.column.casefold() else c
-                for c in shape.columns
-            )
-            return replace(shape, columns=columns)
-
-        return self._metadata(
-            op,
-            tag,
-            lambda alter, props: alter.drop_column_not_null(op.column, commit_properties=props),
-            reshape,
-        )
-
-    def _set_properties(self, op: SetProperties, tag: str | None) -> OpOutcome:
-        wanted = dict(op.properties)
-        if wanted.get(COLUMN_MAPPING_MODE, "none") != "none" and not self._mapped(op.table):
-            # Sail sets the property without giving fields physical names, which leaves a table no reader
-            # can open, and delta-rs refuses; so the table is rewritten with mapping on from the start.
-            mapping = {k: v for k, v in wanted.items() if k.startswith("delta.columnMapping.")}
-            outcome = self._rewrite(
-                op,
-                lambda shape: replace(shape, properties={**shape.properties, **mapping}),
-                detail="enabling column mapping needs a rewrite",
-            )
-            rest = {k: v for k, v in wanted.items() if k not in mapping and k not in _INTERNAL_PROPERTIES}
-            if rest:
-                self.sql(render(replace(op, properties=tuple(rest.items()))))
-                return self._outcome(op, "rewrite", outcome.detail)
-            return outcome
-        self.sql(render(op))
-        return self._outcome(op, "sql")
-
-    def _copy_rows(self, op: CopyRows, tag: str | None) -> OpOutcome:
+    @_by_sail.register
+    def _(self, op: CopyRows, tag: str | None) -> OpOutcome:
         self.sql(render(replace(op, source=self.local_id(op.source))))
         return self._outcome(op, "sql")
 
-    def _create_view(self, op: CreateView, tag: str | None) -> OpOutcome:
+    @_by_sail.register
+    def _(self, op: CreateView, tag: str | None) -> OpOutcome:
         # Sail has no ALTER VIEW … AS: the alias is swapped with CREATE OR REPLACE VIEW.
         from delta_contracts.plan.render import view_query_sql
 
@@ -428,7 +359,13 @@ class LocalEngine(Engine):
         self._save_views()
         return OpOutcome(op.kind, ".".join(op.table), None, "sql", "view stored in views.json")
 
-    def _rename_table(self, op: RenameTable, tag: str | None) -> OpOutcome:
+    # -- directories -----------------------------------------------------------------------------------------
+    @singledispatchmethod
+    def _by_catalog(self, op: Op) -> OpOutcome:
+        raise EngineError(f"{op.summary()}: not a catalog op")
+
+    @_by_catalog.register
+    def _(self, op: RenameTable) -> OpOutcome:
         target = self.local_id(op.new_name)
         source, destination = self.location(op.table), self.location(target)
         if destination.exists():
@@ -441,42 +378,41 @@ class LocalEngine(Engine):
             op.kind, ".".join(target), self._version(target), "catalog", f"moved {source} -> {destination}"
         )
 
-    def _drop_table(self, op: DropTable, tag: str | None) -> OpOutcome:
+    @_by_catalog.register
+    def _(self, op: DropTable) -> OpOutcome:
         self._exec(exp.Drop(tables=[x.table(op.table)], kind="TABLE", exists=True))
         location = self.location(op.table)
         if location.exists():
             shutil.rmtree(location)
         return OpOutcome(op.kind, ".".join(op.table), None, "sql", f"deleted {location}")
 
-    def _drop_columns(self, op: DropColumns, tag: str | None) -> OpOutcome:
-        dropped = {c.casefold() for c in op.columns}
-
-        def reshape(shape: TableShape) -> TableShape:
-            if dropped & {c.casefold() for c in shape.partition_columns}:
-                raise EngineError(f"{op.summary()}: partition columns cannot be dropped")
-            return replace(
-                shape,
-                columns=tuple(c for c in shape.columns if c.name.casefold() not in dropped),
-                checks={n: e for n, e in shape.checks.items() if not (x.referenced_columns(e) & dropped)},
-            )
-
-        return self._rewrite(op, reshape, detail="Sail has no DROP COLUMNS")
-
-    # -- rewrite ---------------------------------------------------------------------------------------------
-    def _rewrite(self, op: Op, reshape: Callable[[TableShape], TableShape], *, detail: str = "") -> OpOutcome:
-        """Rebuild the table in its new shape beside the old one, then swap the directories.
-
-        The old files stay in place until the new table is complete; a crash before the swap leaves the old
-        table untouched and the half-built copy under _delta_contracts/rewrite.
-        """
+    # -- rewrite (allow_rewrite only) ------------------------------------------------------------------------
+    def _rewrite(self, op: Op, why: str) -> OpOutcome:
+        """Rebuild the table in its new shape beside the old one, then swap directories (`rewrite`)."""
         table = op.table
         live = self.describe(table)
         if live is None:
             raise EngineError(f"{op.summary()}: table {'.'.join(table)} does not exist")
-        shape = reshape(TableShape.of(live))
-        token = uuid.uuid4().hex[:12]
-        staging = self.state / "rewrite" / f"{table[0]}.{table[1]}.{token}"
-        staging_id = ("__delta_contracts_rewrite", f"t_{token}")
+        shape = rewrite.reshape(op, rewrite.TableShape.of(live))
+        journal, journal_path = rewrite.plan_rewrite(self.state, table, self.location(table), live.version)
+        journal_path.parent.mkdir(parents=True, exist_ok=True)
+        journal.save(journal_path)
+        self._step("journal")
+        self._build_copy(op, live, shape, Path(journal.staging), journal_path.stem)
+        self._exec(exp.Drop(tables=[x.table(table)], kind="TABLE", exists=True))
+        rewrite.swap(journal, journal_path, self._step)
+        self.register(table)
+        return self._outcome(
+            op,
+            "rewrite",
+            f"rewritten because {why}: the table's history restarts at version 0; the previous table "
+            f"(versions 0..{live.version}) is kept at {journal.backup}",
+        )
+
+    def _build_copy(
+        self, op: Op, live: LiveTable, shape: rewrite.TableShape, staging: Path, token: str
+    ) -> None:
+        staging_id = ("__delta_contracts_rewrite", "t_" + token.rsplit(".", 1)[-1])
         create = CreateTable(
             table=staging_id,
             phase=op.phase,
@@ -486,76 +422,67 @@ class LocalEngine(Engine):
             properties=tuple(sorted(shape.properties.items())),
         )
         self._exec(exp.Create(this=x.ident(staging_id[0]), kind="SCHEMA", exists=True))
-        self._exec(self._create_statement(create, staging))
+        self._exec(_create_statement(create, staging))
+        self._step("staging-created")
         try:
             existing = {c.name.casefold() for c in live.columns}
             values: list[exp.Expr] = [
-                x.column(c.name) if c.name.casefold() in existing else x.cast(exp.Null(), c.type)
+                x.cast(x.column(c.name) if c.name.casefold() in existing else exp.Null(), c.type)
                 for c in shape.columns
             ]
             insert = exp.Insert(
                 this=exp.Schema(
                     this=x.table(staging_id), expressions=[x.ident(c.name) for c in shape.columns]
                 ),
-                expression=exp.select(*values).from_(x.table(table)),
+                expression=exp.select(*values).from_(x.table(op.table)),
             )
             self._exec(insert)
             for name, expression in shape.checks.items():
                 self.sql(render(AddCheck(table=staging_id, phase=op.phase, name=name, expression=expression)))
         finally:
             self._exec(exp.Drop(tables=[x.table(staging_id)], kind="TABLE", exists=True))
-        location = self.location(table)
-        retired = self.state / "trash" / f"{table[0]}.{table[1]}.{token}"
-        retired.parent.mkdir(parents=True, exist_ok=True)
-        self._exec(exp.Drop(tables=[x.table(table)], kind="TABLE", exists=True))
-        os.rename(location, retired)
-        os.rename(staging, location)
-        self.register(table)
-        shutil.rmtree(retired)
-        return self._outcome(op, "rewrite", detail)
+
+    def _step(self, name: str) -> None:
+        if self._on_step is not None:
+            self._on_step(name)
 
 
-@dataclass(frozen=True)
-class TableShape:
-    """What a rewrite rebuilds: everything about a table but its data."""
-
-    columns: tuple[ColumnSpec, ...]
-    properties: dict[str, str]
-    checks: dict[str, str]
-    partition_columns: tuple[str, ...]
-    comment: str | None
-
-    @classmethod
-    def of(cls, live: LiveTable) -> TableShape:
-        return cls(
-            columns=tuple(ColumnSpec(c.name, c.type, c.nullable, c.comment, c.default) for c in live.columns),
-            properties={k: v for k, v in live.properties.items() if k not in _INTERNAL_PROPERTIES},
-            checks=dict(live.checks),
-            partition_columns=live.partition_columns,
-            comment=live.comment,
+def _sail_refusal(op: Op) -> str | None:
+    """What Sail 0.7.2 cannot do faithfully on any path (measured)."""
+    if isinstance(op, SetNotNull):
+        return "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)"
+    if isinstance(op, SetClustering) or (isinstance(op, CreateTable) and op.clustered_by):
+        return "Sail 0.7.2 has no CLUSTER BY; use --engine spark for liquid clustering"
+    properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
+    if properties.get("delta.enableChangeDataFeed", "false").lower() == "true":
+        return (
+            "Sail 0.7.2 cannot write Change Data Feed tables "
+            "('Unsupported table features required: [ChangeDataFeed]'); use --engine spark"
         )
+    if isinstance(op, AddCheck):
+        awkward = sorted(c for c in x.referenced_columns(op.expression) if not _PLAIN_NAME.match(c))
+        if awkward:
+            return (
+                f"Sail 0.7.2 stores CHECK expressions without identifier quotes, so a rule on {awkward} "
+                "would leave a constraint no writer can parse; use --engine spark"
+            )
+    return None
 
 
-def _delta_type(type_text: str) -> Any:
-    """Our canonical type as the delta-rs schema type."""
-    from deltalake.schema import ArrayType, MapType, PrimitiveType, StructType
+def _create_statement(op: CreateTable, location: Path) -> exp.Expr:
+    statement = build(op)
+    properties = statement.args["properties"]
+    properties.append("expressions", exp.LocationProperty(this=exp.Literal.string(str(location))))
+    return statement
 
-    from delta_contracts.contract import types as t
 
-    def convert(value: t.SparkType) -> Any:
-        if isinstance(value, t.PrimitiveType):
-            names = {"bigint": "long", "int": "integer", "smallint": "short", "tinyint": "byte"}
-            return PrimitiveType(names.get(value.name, value.name))
-        if isinstance(value, t.DecimalType):
-            return PrimitiveType(f"decimal({value.precision},{value.scale})")
-        if isinstance(value, t.CharType | t.VarcharType):
-            return PrimitiveType("string")
-        if isinstance(value, t.ArrayType):
-            return ArrayType(convert(value.element), contains_null=value.contains_null)
-        if isinstance(value, t.MapType):
-            return MapType(convert(value.key), convert(value.value))
-        from deltalake.schema import Field
-
-        return StructType([Field(f.name, convert(f.type), nullable=f.nullable) for f in value.fields])
-
-    return convert(t.parse_type(type_text))
+def _sources(query: str) -> set[TableId]:
+    """The tables and views a stored view's query reads (its CTE names excluded)."""
+    tree = x.parse(query)
+    ctes = {cte.alias_or_name.casefold() for cte in tree.find_all(exp.CTE)}
+    found = set()
+    for node in tree.find_all(exp.Table):
+        if node.name.casefold() in ctes and not node.db:
+            continue
+        found.add(tuple(part.name for part in node.parts))
+    return found

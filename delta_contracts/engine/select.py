@@ -47,11 +47,12 @@ def choose(
     return EngineChoice(chosen, chosen_url, where)
 
 
-def open_engine(choice: EngineChoice) -> Engine:
+def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
+    """`allow_rewrite`: the local engine may rebuild a table where delta-spark cannot start (LocalEngine)."""
     if choice.name == "local":
         from delta_contracts.engine.local import LocalEngine
 
-        return LocalEngine(choice.warehouse)
+        return LocalEngine(choice.warehouse, allow_rewrite=allow_rewrite)
     if choice.name == "connect":
         from delta_contracts.engine.spark import connect_engine
 

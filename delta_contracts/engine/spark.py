@@ -2,27 +2,28 @@
 
 Databricks notebooks, clusters, a local session built with `configure_spark_with_delta_pip`, or — for
 air-gapped sites — a local session whose Delta jars come from the folder named by DELTA_CONTRACTS_DELTA_JARS.
-Table state is read through delta-spark's DeltaTable API (detail, history) and the table schema.
+Table state is read through SQL only (DESCRIBE DETAIL, DESCRIBE HISTORY, the table's schema): delta-spark's
+Python DeltaTable API needs Delta's Connect server plugin over Spark Connect, SQL does not.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.engine.base import CommitLog, Engine, EngineError, OpOutcome
+from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.schema_json import columns_from_schema
-from delta_contracts.live import Commit, LiveTable
+from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
 from delta_contracts.plan import expressions as x
-from delta_contracts.plan.ops import CreateView, DropTable, Op, RenameTable
+from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
 from delta_contracts.plan.render import render
 
-TableId = tuple[str, ...]
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-JARS_ENV = "DELTA_CONTRACTS_DELTA_JARS"
+DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -31,61 +32,147 @@ DELTA_EXTENSIONS = {
 
 def delta_jars_available() -> tuple[bool, str]:
     """Whether a local delta-spark session can start here, and why not when it cannot."""
-    folder = os.environ.get(JARS_ENV)
-    if folder:
-        jars = list(Path(folder).glob("delta-spark*.jar"))
-        if jars:
-            return True, ""
-        return False, f"{JARS_ENV}={folder} holds no delta-spark*.jar"
-    cached = list((Path.home() / ".ivy2.5.2" / "jars").glob("io.delta_delta-spark*.jar"))
-    cached += list((Path.home() / ".ivy2" / "jars").glob("io.delta_delta-spark*.jar"))
-    if cached:
-        return True, ""
-    return False, (
-        f"delta-spark's jars are not on this machine (Maven is unreachable); set {JARS_ENV} to a folder "
-        "holding delta-spark and delta-storage jars"
-    )
+    from delta_contracts.engine.jars import availability
+
+    return availability("delta-4")
 
 
-def local_delta_session(app_name: str = "delta-contracts", warehouse: Path | None = None) -> Any:
-    """A local classic SparkSession with Delta: jars from DELTA_CONTRACTS_DELTA_JARS, else from Maven."""
+# Small local sessions: Delta's log replay and our catch-up queries otherwise fan out into 50-200 tasks.
+LOCAL_SESSION_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+}
+
+
+def local_delta_session(
+    app_name: str = "delta-contracts",
+    warehouse: Path | None = None,
+    extra: dict[str, str] | None = None,
+    target: str = "delta-4",
+) -> Any:
+    """A local classic SparkSession with Delta Lake (jars: see `engine.jars`); `target` names the Delta line
+    (`delta-3` runs only in a PySpark 3.5 virtualenv)."""
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master("local[2]").appName(app_name).config("spark.ui.enabled", "false")
-    for key, value in DELTA_EXTENSIONS.items():
+    from delta_contracts.engine.jars import TARGETS, delta_jars
+
+    builder = SparkSession.builder.master("local[2]").appName(app_name)
+    # Python workers (mapInArrow, UDFs) must run this interpreter, which has the driver's packages (pyarrow):
+    # classic PySpark takes the worker's python from PYSPARK_PYTHON only, else `python3` on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    for key, value in {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}.items():
         builder = builder.config(key, value)
     if warehouse is not None:
         builder = builder.config("spark.sql.warehouse.dir", str(warehouse))
-    folder = os.environ.get(JARS_ENV)
-    if folder:
-        jars = sorted(str(p) for p in Path(folder).glob("*.jar"))
-        return builder.config("spark.jars", ",".join(jars)).getOrCreate()
-    from delta import configure_spark_with_delta_pip
+    jars = delta_jars(target)
+    if jars is not None:
+        builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
+    else:
+        builder = builder.config("spark.jars.packages", TARGETS[target].coordinates)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
-    return configure_spark_with_delta_pip(builder).getOrCreate()
+
+# Error conditions (Spark's error classes) that mean "no Delta table by that name"; any other error is real.
+ABSENT_CONDITIONS = frozenset(
+    {
+        "TABLE_OR_VIEW_NOT_FOUND",
+        "SCHEMA_NOT_FOUND",
+        "DELTA_TABLE_NOT_FOUND",
+        "DELTA_MISSING_DELTA_TABLE",
+        "EXPECT_TABLE_NOT_VIEW",  # a view: not a Delta table (DESCRIBE DETAIL/HISTORY refuse it)
+        "_LEGACY_ERROR_TEMP_1013",  # Spark 3.5: "… is a view. 'DESCRIBE DETAIL' expects a table"
+    }
+)
+HISTORY_COLUMNS = (
+    "version",
+    "operation",
+    "unix_millis(timestamp) AS timestamp",  # epoch ms whatever the session time zone
+    "userMetadata",
+    "engineInfo",
+)
+
+
+def error_condition(err: BaseException) -> str | None:
+    """A Spark error's class (classic or Connect) without its sub-class, e.g. `EXPECT_TABLE_NOT_VIEW`."""
+    getter = getattr(err, "getCondition", None) or getattr(err, "getErrorClass", None)  # 4.x / 3.5
+    condition = getter() if callable(getter) else None
+    return str(condition).split(".", 1)[0] if condition else None
+
+
+def first_line(err: BaseException) -> str:
+    lines = str(err).strip().splitlines()
+    return lines[0] if lines else type(err).__name__
 
 
 class SparkEngine(Engine):
+    """Runs every op as the SQL the plan renders; reads tables through SQL only (DESCRIBE DETAIL/HISTORY and
+    the table's schema), so the same code serves a classic session and a Spark Connect one."""
+
     name = "spark"
 
-    def __init__(self, spark: Any, state_dir: Path | str = ".delta-contracts") -> None:
+    def __init__(
+        self, spark: Any, state_dir: Path | str = ".delta-contracts", *, owns_session: bool = False
+    ) -> None:
         self.spark = spark
-        self._commits = CommitLog(Path(state_dir))
+        self._owns_session = owns_session  # a session the engine made (Connect) is stopped by close()
+        self.state_dir = Path(state_dir)
+        self._databricks: bool | None = None
 
-    @property
-    def commit_log(self) -> CommitLog:
-        return self._commits
+    def run_statement(self, statement: str, *, tag: str | None = None) -> None:
+        from pyspark.errors import PySparkException
+
+        if tag:
+            self.spark.conf.set(USER_METADATA_CONF, tag)
+        try:
+            self.sql(statement)
+        except PySparkException as err:
+            raise EngineError(first_line(err)) from err
+        finally:
+            if tag:
+                self.spark.conf.unset(USER_METADATA_CONF)
+
+    def close(self) -> None:
+        if self._owns_session:
+            self.spark.stop()
 
     def sql(self, statement: str) -> list[dict[str, Any]]:
         return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
+    def unsupported_reason(self, op: Op) -> str | None:
+        if isinstance(op, SetNotNull) and not self.on_databricks():
+            return "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)"
+        return None
+
+    def on_databricks(self) -> bool:
+        """Whether the session is a Databricks runtime (which has SET NOT NULL); clusters set this conf."""
+        if self._databricks is None:
+            self._databricks = self.spark.conf.get(DATABRICKS_CONF, None) is not None
+        return self._databricks
+
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
+        from pyspark.errors import PySparkException
+
+        reason = self.unsupported_reason(op)
+        if reason is not None:
+            raise EngineError(
+                f"{op.summary()} on {'.'.join(op.table)}: the {self.name} engine cannot: {reason}"
+            )
         if tag:
             self.spark.conf.set(USER_METADATA_CONF, tag)
         try:
+            if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
+                self.sql(x.sql(exp_create_schema(op.table[:-1])))
             self.sql(render(op))
-        except Exception as err:
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {str(err).splitlines()[0]}") from err
+        except PySparkException as err:
+            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
         finally:
             if tag:
                 self.spark.conf.unset(USER_METADATA_CONF)
@@ -93,46 +180,58 @@ class SparkEngine(Engine):
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
         return OpOutcome(op.kind, ".".join(target), version, "sql")
 
-    def _delta_table(self, table: TableId) -> Any:
-        """delta-spark's handle on the table, or None when it is missing or not a Delta table (a view)."""
-        from delta.tables import DeltaTable
+    def _describe_rows(
+        self, kind: str, table: TableId, *columns: str, limit: int | None = None
+    ) -> list[dict[str, Any]] | None:
+        """Rows of DESCRIBE DETAIL/HISTORY, or None when there is no Delta table by that name (a view is not
+        one); every other error propagates as it is."""
+        from pyspark.errors import AnalysisException
 
-        try:
-            return DeltaTable.forName(self.spark, x.sql(x.table(table)))
-        except Exception:  # AnalysisException: no such table, or not Delta
-            return None
+        try:  # a classic session raises in spark.sql, a Connect one may raise only when rows are fetched
+            frame = self.spark.sql(x.sql(_describe(kind, table, limit)))
+            rows = (frame.selectExpr(*columns) if columns else frame).collect()
+        except AnalysisException as err:
+            if error_condition(err) in ABSENT_CONDITIONS:
+                return None
+            raise
+        return [row.asDict(recursive=True) for row in rows]
 
     def _version(self, table: TableId) -> int | None:
-        delta = self._delta_table(table)
-        if delta is None:
-            return None
-        return int(delta.history(1).collect()[0]["version"])
+        rows = self._describe_rows("HISTORY", table, "version", limit=1)
+        return int(rows[0]["version"]) if rows else None
 
     def describe(self, table: TableId) -> LiveTable | None:
-        delta = self._delta_table(table)
-        if delta is None:
+        rows = self._describe_rows("DETAIL", table)
+        if rows is None:
             return None
-        detail = delta.detail().collect()[0].asDict(recursive=True)
+        detail = rows[0]
+        if str(detail.get("format", "delta")).lower() != "delta":
+            raise EngineError(f"{'.'.join(table)} is a {detail.get('format')} table, not a Delta table")
+        version = self._version(table)
+        if version is None:
+            return None  # dropped between the two reads
         configuration: dict[str, str] = dict(detail.get("properties") or {})
         checks = {
             k[len(CONSTRAINT_PREFIX) :]: v
             for k, v in configuration.items()
             if k.startswith(CONSTRAINT_PREFIX)
         }
+        # DESCRIBE DETAIL lists reader and writer features together; reader features exist from version 3.
         features = tuple(detail.get("tableFeatures") or ())
+        min_reader = int(detail.get("minReaderVersion") or 1)
         return LiveTable(
             name=".".join(table),
             location=str(detail.get("location", "")),
-            columns=columns_from_schema(delta.toDF().schema.json()),
+            columns=columns_from_schema(self.spark.table(x.sql(x.table(table))).schema.json()),
             properties={k: v for k, v in configuration.items() if not k.startswith(CONSTRAINT_PREFIX)},
             checks=checks,
             partition_columns=tuple(detail.get("partitionColumns") or ()),
             clustering_columns=tuple(detail.get("clusteringColumns") or ()),
-            min_reader_version=int(detail.get("minReaderVersion") or 1),
+            min_reader_version=min_reader,
             min_writer_version=int(detail.get("minWriterVersion") or 2),
-            reader_features=features,
+            reader_features=features if min_reader >= 3 else (),
             writer_features=features,
-            version=int(delta.history(1).collect()[0]["version"]),
+            version=version,
             comment=detail.get("description"),
         )
 
@@ -143,36 +242,30 @@ class SparkEngine(Engine):
                 if table.tableType != "VIEW" or table.isTemporary:
                     continue
                 view: TableId = (database.name, table.name)
-                rows = self.sql(x.sql(_describe_extended(view)))
+                rows = self.sql(x.sql(_describe("EXTENDED", view)))
                 text = next((r.get("data_type") for r in rows if r.get("col_name") == "View Text"), None)
                 if text:
                     found[view] = str(text)
         return found
 
     def history(self, table: TableId) -> list[Commit]:
-        delta = self._delta_table(table)
-        if delta is None:
-            return []
-        commits = []
-        for row in delta.history().collect():
-            entry = row.asDict(recursive=True)
-            stamp = entry.get("timestamp")
-            commits.append(
-                Commit(
-                    version=int(entry["version"]),
-                    operation=str(entry.get("operation", "")),
-                    timestamp_ms=int(stamp.timestamp() * 1000) if stamp is not None else 0,
-                    user_metadata=entry.get("userMetadata"),
-                    engine_info=entry.get("engineInfo"),
-                )
-            )
-        return sorted(commits, key=lambda c: c.version)
+        rows = self._describe_rows("HISTORY", table, *HISTORY_COLUMNS)
+        return commits_from_history(rows or ())
 
 
-def _describe_extended(view: TableId) -> Any:
+def exp_create_schema(schema: TableId) -> Any:
     from sqlglot import exp
 
-    return exp.Describe(this=x.table(view), style="EXTENDED")
+    return exp.Create(this=x.table(schema), kind="SCHEMA", exists=True)
+
+
+def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:
+    """DESCRIBE DETAIL / HISTORY [LIMIT n] / EXTENDED of a table, as a sqlglot statement."""
+    from sqlglot import exp
+
+    # sqlglot has no LIMIT slot on DESCRIBE; its `partition` slot is printed right after the table name.
+    tail = exp.Limit(expression=exp.Literal.number(limit)) if limit is not None else None
+    return exp.Describe(this=x.table(table), style=kind, partition=tail)
 
 
 def connect_engine(url: str, state_dir: Path | str = ".delta-contracts") -> SparkEngine:
@@ -180,7 +273,14 @@ def connect_engine(url: str, state_dir: Path | str = ".delta-contracts") -> Spar
     from pyspark.sql import SparkSession
 
     _check_reachable(url)
-    engine = SparkEngine(SparkSession.builder.remote(url).getOrCreate(), state_dir)
+    # PySpark flags the whole process as "Spark Connect mode" when a remote session is made, which would turn
+    # a later classic SparkSession of the same process (a notebook, the spark engine) into a Connect one.
+    flagged = "SPARK_CONNECT_MODE_ENABLED" in os.environ
+    # create(), not getOrCreate(): that would hand back another engine's session in the same process.
+    session = SparkSession.builder.remote(url).create()
+    if not flagged:
+        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+    engine = SparkEngine(session, state_dir, owns_session=True)
     engine.name = "connect"
     return engine
 

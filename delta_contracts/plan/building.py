@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
-from delta_contracts.contract.types import canonical, parse_type
+from delta_contracts.contract.types import canonical, parse_type, widens_to
+from delta_contracts.live import TableId
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     STAMP_ID,
@@ -14,6 +15,7 @@ from delta_contracts.plan.ops import (
     AddCheck,
     ColumnSpec,
     CreateTable,
+    CreateView,
     Gate,
     Op,
     Phase,
@@ -21,8 +23,6 @@ from delta_contracts.plan.ops import (
     table_name,
 )
 from delta_contracts.plan.rules import CheckRule, contract_rules, schema_hash
-
-TableId = tuple[str, ...]
 
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
 TYPE_WIDENING = ("delta.enableTypeWidening", "true")
@@ -132,7 +132,42 @@ def add_check(table: TableId, phase: Phase, rule: CheckRule, reason: str = "cont
     return AddCheck(table=table, phase=phase, name=rule.name, expression=rule.expression, reason=reason)
 
 
+def lossless_cast(from_type: str, to_type: str) -> bool:
+    """A CAST that keeps every value: equal types, or any widening Delta 4 knows (Delta 3 merely cannot do
+    it in place)."""
+    old, new = parse_type(from_type), parse_type(to_type)
+    return old == new or widens_to(old, new, 4)
+
+
 def converted(source: str, from_type: str, to_type: str) -> str:
-    """`source` as `to_type`: the column itself when the types agree, else a CAST."""
+    """`source` as `to_type`: the column itself when the types agree, else a CAST (callers make sure it is a
+    lossless one)."""
     value = x.column(source)
     return x.sql(value if parse_type(from_type) == parse_type(to_type) else x.cast(value, canonical(to_type)))
+
+
+def alias_columns(contract: Contract) -> tuple[tuple[str, str], ...]:
+    """The alias view's columns: exactly the contract's, by name (Spark freezes a view's schema when it is
+    created, so a `SELECT *` view would never show a column added later and would cast a widened one back)."""
+    return tuple((c.name, x.sql(x.column(c.name))) for c in contract.columns)
+
+
+def alias_view(
+    contract: Contract,
+    physical: TableId,
+    phase: Phase,
+    *,
+    reason: str,
+    alter_existing: bool = False,
+    columns: tuple[tuple[str, str], ...] | None = None,
+    superseded_by: tuple[tuple[str, str], ...] = (),
+) -> CreateView:
+    return CreateView(
+        table=contract.table_parts,
+        phase=phase,
+        source=physical,
+        columns=alias_columns(contract) if columns is None else columns,
+        alter_existing=alter_existing,
+        superseded_by=superseded_by,
+        reason=reason,
+    )

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from delta_contracts.live import LiveTable
-from delta_contracts.plan.sqlnorm import same_expression
-
-TableId = tuple[str, ...]
+from delta_contracts.live import LiveTable, TableId
+from delta_contracts.sql.normalize import same_expression
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +96,15 @@ class TableCommentIs:
 
 
 @dataclass(frozen=True, slots=True)
+class StampedAfter:
+    """The table carries a contract stamp (`key`) of a semantic version strictly above `version`."""
+
+    table: TableId
+    key: str
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
 class NoRowsWhere:
     """Data condition: `SELECT count(*) FROM table WHERE predicate` is 0."""
 
@@ -131,17 +138,11 @@ Condition = (
     | CheckAbsent
     | PropertiesSet
     | TableCommentIs
+    | StampedAfter
     | NoRowsWhere
     | AllOf
     | AnyOf
 )
-DATA_CONDITIONS = (NoRowsWhere,)
-
-
-def is_data_condition(condition: Condition) -> bool:
-    if isinstance(condition, AllOf | AnyOf):
-        return any(is_data_condition(c) for c in condition.conditions)
-    return isinstance(condition, DATA_CONDITIONS)
 
 
 def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapping[TableId, str]) -> bool:
@@ -192,7 +193,18 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
             return all(_property_holds(live, k, v) for k, v in properties)
         case TableCommentIs(_, comment):
             return (live.comment or None) == (comment or None)
+        case StampedAfter(_, key, version):
+            return _newer(live.properties.get(key), version)
     raise TypeError(f"unknown condition {condition!r}")
+
+
+def _newer(stamped: str | None, version: str) -> bool:
+    from delta_contracts.contract.model import semver_tuple
+
+    try:
+        return stamped is not None and semver_tuple(stamped) > semver_tuple(version)
+    except ValueError:
+        return False  # a stamp that is no version is not newer: the op runs and fixes it
 
 
 # Protocol versions are set like properties but live in the protocol, where a higher version also satisfies.
@@ -202,7 +214,17 @@ _PROTOCOL_KEYS = {
 }
 
 
+# `delta.feature.<name> = supported` is no property at all once committed: Delta moves it into the protocol's
+# features and never keeps it in the metadata (delta-spark OptimisticTransaction.scala, "Table features Part
+# 2"; actions.scala asserts no `delta.feature.` key remains in the configuration).
+FEATURE_PREFIX = "delta.feature."
+
+
 def _property_holds(live: LiveTable, key: str, value: str) -> bool:
     if key in _PROTOCOL_KEYS:
         return value.isdigit() and int(getattr(live, _PROTOCOL_KEYS[key])) >= int(value)
+    if key.startswith(FEATURE_PREFIX) and value in ("supported", "enabled"):
+        name = key.removeprefix(FEATURE_PREFIX).casefold()
+        features = {f.casefold() for f in (*live.reader_features, *live.writer_features)}
+        return name in features or live.properties.get(key) == value
     return live.properties.get(key) == value

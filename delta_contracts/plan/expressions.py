@@ -7,12 +7,13 @@ by hand.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import date, datetime
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-DIALECT = "databricks"
+from delta_contracts.sql.normalize import DIALECT
 
 
 def ident(name: str) -> exp.Identifier:
@@ -39,6 +40,10 @@ def literal(value: object) -> exp.Expr:
         return exp.Boolean(this=value)
     if isinstance(value, int | float):
         return exp.Literal.number(repr(value) if isinstance(value, float) else str(value))
+    if isinstance(value, datetime):  # before date: a datetime is a date too
+        return exp.Cast(this=exp.Literal.string(value.isoformat(sep=" ")), to=data_type("timestamp"))
+    if isinstance(value, date):
+        return exp.Cast(this=exp.Literal.string(value.isoformat()), to=data_type("date"))
     return exp.Literal.string(str(value))
 
 
@@ -58,11 +63,24 @@ def data_type(type_text: str) -> exp.DataType:
 
 
 def cast(expression: exp.Expr, type_text: str) -> exp.Expr:
-    return exp.Cast(this=expression, to=data_type(type_text))
+    """`expression` as `type_text`; an expression that is already such a CAST is kept as it is."""
+    target = data_type(type_text)
+    if isinstance(expression, exp.Cast) and expression.to == target:
+        return expression
+    return exp.Cast(this=expression, to=target)
+
+
+def cast_text(expression_text: str, type_text: str) -> str:
+    """A user's SQL expression (identifiers quoted) cast to `type_text`."""
+    return sql(cast(parse(canonical_expression(expression_text)), type_text))
 
 
 def is_null(name: str) -> str:
     return sql(exp.Is(this=column(name), expression=exp.Null()))
+
+
+def is_null_text(expression_text: str) -> str:
+    return sql(exp.Is(this=exp.Paren(this=parse(expression_text)), expression=exp.Null()))
 
 
 def not_true(expression_text: str) -> str:
@@ -87,11 +105,11 @@ def null_safe(name: str, rule: exp.Expr, nullable: bool) -> str:
     return sql(exp.or_(exp.Is(this=column(name), expression=exp.Null()), rule))
 
 
-def rule_min(name: str, bound: int | float) -> exp.Expr:
+def rule_min(name: str, bound: object) -> exp.Expr:
     return exp.GTE(this=column(name), expression=literal(bound))
 
 
-def rule_max(name: str, bound: int | float) -> exp.Expr:
+def rule_max(name: str, bound: object) -> exp.Expr:
     return exp.LTE(this=column(name), expression=literal(bound))
 
 
@@ -107,20 +125,63 @@ def not_null_rule(name: str) -> str:
     return sql(exp.Not(this=exp.Is(this=column(name), expression=exp.Null())))
 
 
-def rename_columns(expression_text: str, renames: dict[str, str]) -> str:
-    """Rewrite column references of a stored expression (a CHECK re-added after a rename)."""
+def substitute_columns(expression_text: str, values: dict[str, str]) -> str:
+    """`expression_text` with each column reference replaced by an expression (a rule over a new table's
+    columns, read over the rows of the table it is copied from)."""
     tree = parse(expression_text)
-    folded = {old.casefold(): new for old, new in renames.items()}
+    folded = {name.casefold(): exp.Paren(this=parse(value)) for name, value in values.items()}
 
     def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.name.casefold() in folded:
-            return column(folded[node.name.casefold()])
+            return folded[node.name.casefold()].copy()
         return node
 
-    renamed = tree.transform(swap)
-    for node in renamed.find_all(exp.Identifier):
-        node.set("quoted", True)
-    return sql(renamed)
+    return sql(tree.transform(swap))
+
+
+def any_of(predicates: Sequence[str]) -> str | None:
+    """One predicate true where any of them is (None for none)."""
+    if not predicates:
+        return None
+    return sql(exp.or_(*(exp.Paren(this=parse(p)) for p in predicates)))
+
+
+def never_raising(expression_text: str) -> str:
+    """The expression with every CAST made a TRY_CAST: NULL where a value does not fit, whatever the session's
+    ANSI mode (ANSI off, a CAST that overflows wraps silently; ANSI on, it fails the query)."""
+
+    def soften(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
+            return exp.TryCast(this=node.this, to=node.to)
+        return node
+
+    return sql(parse(expression_text).transform(soften))
+
+
+def lost_in_conversion(sources: Sequence[str], converted_text: str, round_trip: str | None) -> str:
+    """Rows a conversion would lose: a source value there but NULL after it (overflow, bad text, whatever
+    ANSI mode says, as TRY_CAST never raises), or a value the inverse does not give back."""
+    present = exp.or_(*(exp.Not(this=exp.Is(this=column(s), expression=exp.Null())) for s in sources))
+    lost: exp.Expr = exp.and_(
+        exp.Paren(this=present), exp.Is(this=exp.Paren(this=parse(converted_text)), expression=exp.Null())
+    )
+    if round_trip is not None and len(sources) == 1:
+        same = exp.NullSafeEQ(this=exp.Paren(this=parse(round_trip)), expression=column(sources[0]))
+        lost = exp.or_(exp.Paren(this=lost), exp.Not(this=same))
+    return sql(lost)
+
+
+def view_query(source: Sequence[str], columns: Sequence[tuple[str, str]]) -> exp.Select:
+    """A view's query; the columns are explicit because Spark freezes a view's schema at creation."""
+    if not columns:
+        return exp.Select(expressions=[exp.Star()]).from_(table(source))
+    return exp.Select(
+        expressions=[exp.Alias(this=parse(expr), alias=ident(name)) for name, expr in columns]
+    ).from_(table(source))
+
+
+def view_query_text(source: Sequence[str], columns: Sequence[tuple[str, str]]) -> str:
+    return sql(view_query(source, columns))
 
 
 def referenced_columns(expression_text: str) -> frozenset[str]:

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.pairing import pair_columns
 from delta_contracts.contract.types import canonical, parse_type
+from delta_contracts.live import TableId
+from delta_contracts.plan import expressions as x
 from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
     COLUMN_MAPPING,
     MAPPING_PROTOCOL,
     TYPE_WIDENING,
     Builder,
-    TableId,
+    PlanError,
     TableState,
     add_check,
+    alias_columns,
+    alias_view,
     column_spec,
     converted,
     gate_for,
@@ -40,6 +44,8 @@ from delta_contracts.plan.ops import (
     SetProperties,
     SetTableComment,
     WidenType,
+    column_mark_key,
+    marked_columns,
     table_name,
 )
 from delta_contracts.plan.rules import contract_rules, not_null_rule
@@ -48,34 +54,81 @@ from delta_contracts.target import Target
 Enable = Callable[[tuple[str, str], str], None]
 
 
+@dataclass
+class _Context:
+    """What every aspect of an in-place plan shares: the builder, the physical table, the target and the
+    table properties as they will be (so a feature is enabled once, and only when it is off)."""
+
+    b: Builder
+    t: TableId
+    target: Target
+    props: dict[str, str]
+
+    def enable(self, prop: tuple[str, str], why: str) -> None:
+        if self.props.get(prop[0]) == prop[1]:
+            return  # already on: no op, and nothing to warn about
+        if prop == COLUMN_DEFAULTS:
+            self.b.warn(
+                f"{table_name(self.t)}: column defaults need the allowColumnDefaults feature "
+                "(an irreversible protocol upgrade)"
+            )
+        if prop == COLUMN_MAPPING:
+            self.b.warn(
+                f"{table_name(self.t)}: enabling column mapping upgrades the table protocol irreversibly "
+                "(reader 2, writer 5)"
+            )
+        extra = MAPPING_PROTOCOL if prop == COLUMN_MAPPING else ()
+        self.b.add(SetProperties(table=self.t, phase=Phase.EXPAND, properties=(prop, *extra), reason=why))
+        self.props[prop[0]] = prop[1]
+
+
 def plan_in_place(
     old: Contract, new: Contract, target: Target, state: TableState
 ) -> tuple[Migration, TableState]:
-    t = state.physical
-    b = Builder(new.table_parts)
+    """Each aspect in turn — table layout, rules, columns, deprecation, the contract phase — in the manner of
+    Alembic's comparators; the phase of each op, not the order of the aspects, orders the migration."""
+    ctx = _Context(Builder(new.table_parts), state.physical, target, dict(state.properties))
+    b, t = ctx.b, ctx.t
     pairing = pair_columns(old, new)
-    props = dict(state.properties)
-    old_rules, new_rules = contract_rules(old), contract_rules(new)
-
-    def enable(prop: tuple[str, str], why: str) -> None:
-        if prop == COLUMN_DEFAULTS:
-            b.warn(
-                f"{table_name(t)}: column defaults need the allowColumnDefaults feature "
-                "(an irreversible protocol upgrade)"
-            )
-        if props.get(prop[0]) != prop[1]:
-            extra = MAPPING_PROTOCOL if prop == COLUMN_MAPPING else ()
-            b.add(SetProperties(table=t, phase=Phase.EXPAND, properties=(prop, *extra), reason=why))
-            props[prop[0]] = prop[1]
-
     going = [*pairing.removed, *(before for before, _ in pairing.renamed)]
     if going:
-        enable(COLUMN_MAPPING, "DROP COLUMN needs column mapping")
+        ctx.enable(COLUMN_MAPPING, "DROP COLUMN needs column mapping")
         b.warn(
-            f"{table_name(t)}: enabling column mapping upgrades the table protocol irreversibly "
-            "(reader 2, writer 5); streaming readers then need schemaTrackingLocation to survive the drop"
+            f"{table_name(t)}: streaming readers of a column-mapped table need schemaTrackingLocation to "
+            "survive the drop"
         )
+    _table_layout(ctx, old, new)
+    widened = {
+        before.name.casefold()
+        for before, after in pairing.kept
+        if parse_type(before.type) != parse_type(after.type)
+    }
+    relax = _old_rules(ctx, old, new, going, widened)
+    for before, after in pairing.kept:
+        _kept_column(b, t, before, after, target, ctx.enable)
+    for column in pairing.added:
+        _added_column(b, t, column, target, ctx.enable)
+    for before, after in pairing.renamed:
+        _renamed_column(ctx, before, after)
+    _new_rules(ctx, old, new, widened)
+    _deprecation_marks(ctx, old, new, going)
+    for op in relax:
+        b.add(op)
+    b.add(stamp_op(t, new))
+    _contract_phase(ctx, new, going)
+    if t != new.table_parts:
+        _repoint_alias(b, new, t, [c.name for c in going], target)
+    _cost_warnings(ctx)
+    after_state = TableState(t, tuple(sorted(ctx.props.items())))
+    migration = Migration(
+        new.table_parts, old.version, new.version, "in_place", b.all_ops(), tuple(b.warnings), tuple(b.notes)
+    )
+    return migration, after_state
 
+
+def _table_layout(ctx: _Context, old: Contract, new: Contract) -> None:
+    """Properties, description and clustering keys: metadata-only, in expand."""
+    b, t = ctx.b, ctx.t
     changed_props = tuple(
         (k, v) for k, v in sorted(new.table.properties.items()) if old.table.properties.get(k) != v
     )
@@ -83,7 +136,7 @@ def plan_in_place(
         b.add(
             SetProperties(table=t, phase=Phase.EXPAND, properties=changed_props, reason="contract properties")
         )
-        props.update(changed_props)
+        ctx.props.update(changed_props)
     for key in sorted(set(old.table.properties) - set(new.table.properties)):
         b.warn(f"{table_name(t)}: property {key} left the contract but stays on the table (unset it by hand)")
     if (new.description or None) != (old.description or None) and new.description:
@@ -96,18 +149,23 @@ def plan_in_place(
                 table=t, phase=Phase.EXPAND, columns=new.table.clustered_by, reason="clustering keys"
             )
         )
+        if ctx.target is Target.DELTA_3:
+            b.warn(f"{table_name(t)}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target")
         b.warn(
             f"{table_name(t)}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files"
         )
 
-    # Delta refuses to retype a column a CHECK reads: such rules go before ALTER TYPE and come back in
-    # cutover. Rules of columns on their way out are relaxed at cutover, so producers may stop writing them.
+
+def _old_rules(
+    ctx: _Context, old: Contract, new: Contract, going: list[Column], widened: set[str]
+) -> list[Op]:
+    """Drop the old rules that must go, and return those relaxed at cutover (rules of deprecated columns).
+
+    Delta refuses to retype a column a CHECK reads: such rules go before ALTER TYPE and come back in cutover.
+    Rules of columns on their way out are relaxed at cutover, so producers may stop writing them."""
+    b, t = ctx.b, ctx.t
+    old_rules, new_rules = contract_rules(old), contract_rules(new)
     going_names = {before.name.casefold() for before in going}
-    widened = {
-        before.name.casefold()
-        for before, after in pairing.kept
-        if parse_type(before.type) != parse_type(after.type)
-    }
     relax: list[Op] = []
     for rule in old_rules.values():
         new_rule = new_rules.get(rule.key)
@@ -119,7 +177,14 @@ def plan_in_place(
         elif new_rule is None:
             b.add(replace(drop, reason="rule removed from the contract"))
         elif new_rule.expression != rule.expression:
-            b.add(replace(drop, phase=Phase.CUTOVER, reason="rule changed: swapped where it is re-added"))
+            b.add(
+                replace(
+                    drop,
+                    phase=Phase.CUTOVER,
+                    replaced_by=new_rule.expression,
+                    reason="rule changed: swapped where it is re-added",
+                )
+            )
     for before in going:
         if not before.nullable:
             relax.append(
@@ -133,79 +198,122 @@ def plan_in_place(
             relax.append(
                 DropNotNull(table=t, phase=Phase.CUTOVER, column=before.name, reason="deprecated column")
             )
+    return relax
 
-    for before, after in pairing.kept:
-        _kept_column(b, t, before, after, target, enable)
 
-    for column in pairing.added:
-        _added_column(b, t, column, target, enable)
+def _renamed_column(ctx: _Context, before: Column, after: Column) -> None:
+    """A rename in place: add the new column, copy, catch up at cutover; the old one is dropped later."""
+    b, t = ctx.b, ctx.t
+    if after.default is not None:
+        ctx.enable(COLUMN_DEFAULTS, "column defaults")
+    b.add(AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}"))
+    if after.default is not None:
+        _set_default(b, t, after, ctx.enable)
+    fill = Backfill(
+        table=t,
+        phase=Phase.POPULATE,
+        column=after.name,
+        expression=converted(before.name, before.type, after.type),
+        reason=f"copy {before.name}",
+    )
+    b.add(fill)
+    b.add(
+        replace(fill, phase=Phase.CUTOVER, reason=f"catch rows written to {before.name} only since populate")
+    )
+    if not after.nullable:
+        _tighten_not_null(b, t, after.name, ctx.target)
 
-    for before, after in pairing.renamed:
-        if after.default is not None:
-            enable(COLUMN_DEFAULTS, "column defaults")
-        b.add(
-            AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}")
-        )
-        if after.default is not None:
-            _set_default(b, t, after, enable)
-        fill = Backfill(
-            table=t,
-            phase=Phase.POPULATE,
-            column=after.name,
-            expression=converted(before.name, before.type, after.type),
-            reason=f"copy {before.name}",
-        )
-        b.add(fill)
-        b.add(
-            replace(
-                fill, phase=Phase.CUTOVER, reason=f"catch rows written to {before.name} only since populate"
-            )
-        )
-        if not after.nullable:
-            _tighten_not_null(b, t, after.name, target)
 
-    for rule in new_rules.values():
+def _new_rules(ctx: _Context, old: Contract, new: Contract, widened: set[str]) -> None:
+    old_rules = contract_rules(old)
+    for rule in contract_rules(new).values():
         old_rule = old_rules.get(rule.key)
         if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & widened:
-            b.add(add_check(t, Phase.CUTOVER, rule))
+            ctx.b.add(add_check(ctx.t, Phase.CUTOVER, rule))
 
-    deprecated = sorted({c.name for c in going} | {c.name for c in new.columns if c.deprecated})
-    previously = {c.name.casefold() for c in old.columns if c.deprecated}
-    newly = {c.name for c in going} | {
+
+def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[Column]) -> None:
+    """Marks accumulate: columns marked by earlier migrations (and maybe still awaiting their drop) stay
+    marked with their own since and window; only the newly marked get a mark, starting their own clock."""
+    earlier = marked_columns(ctx.props)
+    previously = {c.name.casefold() for c in old.columns if c.deprecated} | {n.casefold() for n in earlier}
+    newly = {c.name for c in going if c.name.casefold() not in previously} | {
         c.name for c in new.columns if c.deprecated and c.name.casefold() not in previously
     }
-    if newly:
-        b.add(
-            MarkDeprecated.of(
-                t, columns=tuple(deprecated), since=new.version, reason="deprecation mark starts the window"
-            )
-        )
-
-    for op in relax:
-        b.add(op)
-    b.add(stamp_op(t, new))
-
-    if going:
-        names = [c.name for c in going]
-        objects = [f"{new.id}.{n}" for n in names]
-        b.add(
-            DropColumns(
-                table=t,
-                phase=Phase.CONTRACT,
-                columns=tuple(names),
-                gate=gate_for(new, objects, "delta_contracts.deprecated.columns"),
-                reason="columns removed or renamed in the contract",
-            )
-        )
-    if any(isinstance(op, AddColumn | WidenType | DropColumns) for op in b.all_ops()):
-        b.warn(f"{table_name(t)}: streaming readers stop at a schema change; restart them after apply")
-    if any(isinstance(op, Backfill) for op in b.all_ops()):
-        b.warn(f"{table_name(t)}: backfill UPDATEs rewrite every file holding a touched row: O(table)")
-    after_state = TableState(t, tuple(sorted(props.items())))
-    migration = Migration(
-        new.table_parts, old.version, new.version, "in_place", b.all_ops(), tuple(b.warnings), tuple(b.notes)
+    if not newly:
+        return
+    deprecated = sorted(
+        {*earlier, *(c.name for c in going), *(c.name for c in new.columns if c.deprecated)},
+        key=str.casefold,
     )
-    return migration, after_state
+    mark = MarkDeprecated.of(
+        ctx.t,
+        columns=tuple(deprecated),
+        newly=tuple(newly),
+        window=new.evolution.deprecation_window,
+        since=new.version,
+        reason="deprecation mark starts the window",
+    )
+    ctx.b.add(mark)
+    ctx.props.update(mark.properties)
+
+
+def _contract_phase(ctx: _Context, new: Contract, going: list[Column]) -> None:
+    if not going:
+        return
+    for column in going:  # one drop per column: each waits for its own mark's window
+        ctx.b.add(
+            DropColumns(
+                table=ctx.t,
+                phase=Phase.CONTRACT,
+                columns=(column.name,),
+                gate=gate_for(new, [f"{new.id}.{column.name}"], column_mark_key(column.name)),
+                reason="column removed or renamed in the contract",
+            )
+        )
+
+
+def _cost_warnings(ctx: _Context) -> None:
+    ops = ctx.b.all_ops()
+    if any(isinstance(op, AddColumn | WidenType | DropColumns) for op in ops):
+        ctx.b.warn(
+            f"{table_name(ctx.t)}: streaming readers stop at a schema change; restart them after apply"
+        )
+    if any(isinstance(op, Backfill) for op in ops):
+        ctx.b.warn(
+            f"{table_name(ctx.t)}: backfill UPDATEs rewrite every file holding a touched row: O(table)"
+        )
+
+
+def _repoint_alias(b: Builder, new: Contract, t: TableId, going: list[str], target: Target) -> None:
+    """A versioned table changed in place: its alias view is re-created in the phase that changes the
+    table's columns, since Spark froze the view's columns and types when it was created. Columns on their
+    way out stay visible until the contract phase drops them."""
+    final = alias_columns(new)
+    during = (*final, *((name, x.sql(x.column(name))) for name in going))
+    alter = target.supports_alter_view_as
+    if any(isinstance(op, AddColumn | WidenType) for op in b.ops[Phase.EXPAND]):
+        b.add(
+            alias_view(
+                new,
+                t,
+                Phase.EXPAND,
+                columns=during,
+                superseded_by=final if going else (),
+                alter_existing=alter,
+                reason="the alias view shows the new columns and types",
+            )
+        )
+    if going:
+        b.add(
+            alias_view(
+                new, t, Phase.CONTRACT, alter_existing=alter, reason="the alias view without dropped columns"
+            )
+        )
+        b.warn(
+            f"{table_name(new.table_parts)}: between the column drop and the view's re-creation the alias "
+            "view briefly fails to resolve"
+        )
 
 
 def _tighten_not_null(b: Builder, t: TableId, column: str, target: Target) -> None:
@@ -233,7 +341,7 @@ def _kept_column(
                 reason="widen type",
             )
         )
-        b.warn(f"{table_name(t)}: type widening is a table feature; readers need Delta 4.0+ (or DBR 15.4+)")
+        b.warn(f"{table_name(t)}: {target.type_widening_note}")
     if (after.description or None) != (before.description or None) and after.description is not None:
         b.add(
             SetColumnComment(
@@ -250,6 +358,14 @@ def _kept_column(
         else:
             _set_default(b, t, after, enable)
     if before.nullable and not after.nullable:
+        if after.fill is not None:
+            _fill(
+                b,
+                t,
+                after.name,
+                x.canonical_expression(after.fill),
+                "fill rows without a value (the contract's fill)",
+            )
         _tighten_not_null(b, t, after.name, target)
     elif not before.nullable and after.nullable:
         rule = not_null_rule(after.name)
@@ -278,18 +394,29 @@ def _added_column(b: Builder, t: TableId, column: Column, target: Target, enable
         _set_default(b, t, column, enable)
     if not column.nullable:
         if spec.default is not None:
-            b.add(
-                Backfill(
-                    table=t,
-                    phase=Phase.POPULATE,
-                    column=column.name,
-                    expression=spec.default,
-                    reason="fill existing rows with the default",
-                )
+            # SQL INSERT/UPDATE/MERGE apply a default, DataFrame appends do not: rows written without the
+            # column between populate and cutover are filled again by the cutover's catch-up.
+            _fill(b, t, column.name, spec.default, "fill existing rows with the default")
+        elif column.fill is not None:
+            _fill(
+                b,
+                t,
+                column.name,
+                x.canonical_expression(column.fill),
+                "fill existing rows (the contract's fill)",
             )
         else:
-            b.warn(
-                f"{table_name(t)}: {column.name} is NOT NULL without a default: producers must fill existing "
-                "rows before cutover, whose pre-check stops on any NULL"
+            raise PlanError(
+                f"{table_name(b.table)}: column {column.name} is added NOT NULL with no default: existing "
+                "rows would fail the cutover's NOT NULL check; declare `fill: <SQL over the other columns>` "
+                "(or a default)"
             )
         _tighten_not_null(b, t, column.name, target)
+
+
+def _fill(b: Builder, t: TableId, column: str, expression: str, reason: str) -> None:
+    """Backfill in populate, and again at cutover for rows written meanwhile by producers that do not
+    write the column yet — right before the NOT NULL check that needs it."""
+    fill = Backfill(table=t, phase=Phase.POPULATE, column=column, expression=expression, reason=reason)
+    b.add(fill)
+    b.add(replace(fill, phase=Phase.CUTOVER, reason="catch rows written without it since populate"))

@@ -7,10 +7,12 @@ An op says what must become true of a live table (its postcondition) and what mu
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar
 
+from delta_contracts.live import TableId
 from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
@@ -25,10 +27,10 @@ from delta_contracts.plan.conditions import (
     Condition,
     NoRowsWhere,
     PropertiesSet,
+    StampedAfter,
     TableAbsent,
     TableCommentIs,
     TableExists,
-    TableId,
     ViewDefined,
 )
 
@@ -48,7 +50,29 @@ STAMP_SCHEMA_HASH = "delta_contracts.schema_hash"
 DEPRECATED_COLUMNS = "delta_contracts.deprecated.columns"
 DEPRECATED_SINCE = "delta_contracts.deprecated.since"
 DEPRECATED_TABLE = "delta_contracts.deprecated.table"
-SUCCESSOR = "delta_contracts.successor"
+
+
+DEPRECATED_COLUMN_PREFIX = "delta_contracts.deprecated.column."
+
+
+def column_mark_key(column: str) -> str:
+    """The property holding one column's own deprecation mark (`{"since": …, "window": …}`)."""
+    return DEPRECATED_COLUMN_PREFIX + column
+
+
+def marked_columns(properties: Mapping[str, str]) -> tuple[str, ...]:
+    """The columns a table's properties mark deprecated (the list, and the per-column marks)."""
+    names = {
+        k.removeprefix(DEPRECATED_COLUMN_PREFIX) for k in properties if k.startswith(DEPRECATED_COLUMN_PREFIX)
+    }
+    raw = properties.get(DEPRECATED_COLUMNS)
+    if raw:
+        try:
+            listed = json.loads(raw)
+        except ValueError:
+            listed = []
+        names |= {n for n in listed if isinstance(n, str)}
+    return tuple(sorted(names))
 
 
 def table_name(table: TableId) -> str:
@@ -94,6 +118,10 @@ class Op:
 
     def precondition(self) -> Condition | None:
         return None
+
+    def result_condition(self) -> Condition | None:
+        """What the table must show right after the op ran (engines verify it against the Delta log)."""
+        return self.postcondition()
 
     def summary(self) -> str:
         return f"{self.kind} {table_name(self.table)}"
@@ -217,13 +245,20 @@ class MarkDeprecated(SetProperties):
         table: TableId,
         *,
         columns: tuple[str, ...] = (),
+        newly: tuple[str, ...] = (),
+        window: str | None = None,
         whole_table: bool = False,
         since: str,
         reason: str,
     ) -> MarkDeprecated:
+        """`columns`: every column marked (earlier marks included, so none is lost); `newly`: those marked by
+        this op, each getting its own mark (since, window), whose setting commit starts its own clock."""
         props: list[tuple[str, str]] = []
         if columns:
             props.append((DEPRECATED_COLUMNS, json.dumps(sorted(columns), ensure_ascii=False)))
+        for name in sorted(newly):
+            mark = json.dumps({"since": since, "window": window}, ensure_ascii=False, sort_keys=True)
+            props.append((column_mark_key(name), mark))
         if whole_table:
             props.append((DEPRECATED_TABLE, "true"))
         props.append((DEPRECATED_SINCE, since))
@@ -243,6 +278,15 @@ class MarkDeprecated(SetProperties):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StampContract(SetProperties):
     kind: ClassVar[str] = "stamp_contract"
+
+    def postcondition(self) -> Condition:
+        # Never move a stamp backwards: replaying an old migration on a table stamped with a later version
+        # skips the old stamp.
+        version = dict(self.properties).get(STAMP_VERSION)
+        stamped = PropertiesSet(self.table, self.properties)
+        if version is None:
+            return stamped
+        return AnyOf((stamped, StampedAfter(self.table, STAMP_VERSION, version)))
 
     def summary(self) -> str:
         return "stamp " + ", ".join(f"{k}={v}" for k, v in self.properties)
@@ -288,9 +332,15 @@ def violation_predicate(expression: str) -> str:
 class DropCheck(Op):
     kind: ClassVar[str] = "drop_check"
     name: str
+    replaced_by: str | None = None  # the rule's new expression, re-added later in the same migration
 
     def postcondition(self) -> Condition:
-        return CheckAbsent(self.table, self.name)
+        # A rule swapped for a new one is done once the new one is in place: dropping it again on a re-run
+        # would only make the re-add scan the table a second time.
+        absent = CheckAbsent(self.table, self.name)
+        if self.replaced_by is None:
+            return absent
+        return AnyOf((absent, CheckIs(self.table, self.name, self.replaced_by)))
 
     def summary(self) -> str:
         return f"drop check {self.name}"
@@ -354,6 +404,9 @@ class CopyRows(Op):
     kind: ClassVar[str] = "copy_rows"
     source: TableId
     mapping: tuple[tuple[str, str], ...]  # (target column, SQL expression over the source)
+    # Rows of the source the target would refuse or that a conversion would lose (a predicate over the
+    # source): checked on the rows to be copied, since the new table is still empty.
+    rejects: str | None = None
 
     def postcondition(self) -> Condition:
         # The copy reruns for as long as its source is a table — the cutover copy exists to catch rows written
@@ -362,6 +415,13 @@ class CopyRows(Op):
         return TableAbsent(self.source)
 
     def precondition(self) -> Condition:
+        tables: tuple[Condition, ...] = (TableExists(self.source), TableExists(self.table))
+        if self.rejects is None:
+            return AllOf(tables)
+        return AllOf((*tables, NoRowsWhere(self.source, self.rejects)))
+
+    def result_condition(self) -> Condition:
+        # The postcondition (source gone) only becomes true at cutover; right after a copy both tables stand.
         return AllOf((TableExists(self.source), TableExists(self.table)))
 
     def summary(self) -> str:
@@ -390,11 +450,17 @@ class CreateView(Op):
     source: TableId
     columns: tuple[tuple[str, str], ...] = ()  # (view column, expression); empty: SELECT *
     alter_existing: bool = False  # ALTER VIEW … AS keeps Unity Catalog grants (Databricks)
+    # The columns of a later view of this migration that replaces this one (done once that one is in place).
+    superseded_by: tuple[tuple[str, str], ...] = ()
 
     def postcondition(self) -> Condition:
-        from delta_contracts.plan.render import view_query_sql
+        from delta_contracts.plan.expressions import view_query_text
 
-        return ViewDefined(self.table, view_query_sql(self))
+        defined = ViewDefined(self.table, view_query_text(self.source, self.columns))
+        if not self.superseded_by:
+            return defined
+        later = ViewDefined(self.table, view_query_text(self.source, self.superseded_by))
+        return AnyOf((defined, later))
 
     def summary(self) -> str:
         return f"view {table_name(self.table)} -> {table_name(self.source)}"
@@ -467,7 +533,3 @@ class Migration:
 
     def phase(self, phase: Phase) -> tuple[Op, ...]:
         return tuple(op for op in self.ops if op.phase is phase)
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.ops

@@ -175,23 +175,16 @@ def _(op: RenameTable) -> exp.Expr:
     return _alter(op, exp.AlterRename(this=x.table(op.new_name)))
 
 
-def view_query(op: CreateView) -> exp.Select:
-    if not op.columns:
-        return exp.Select(expressions=[exp.Star()]).from_(x.table(op.source))
-    return exp.Select(
-        expressions=[exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.columns]
-    ).from_(x.table(op.source))
-
-
 def view_query_sql(op: CreateView) -> str:
-    return x.sql(view_query(op))
+    return x.view_query_text(op.source, op.columns)
 
 
 @build.register
 def _(op: CreateView) -> exp.Expr:
+    query = x.view_query(op.source, op.columns)
     if op.alter_existing:
-        return exp.Alter(this=x.table(op.table), kind="VIEW", actions=[view_query(op)])
-    return exp.Create(this=x.table(op.table), kind="VIEW", replace=True, expression=view_query(op))
+        return exp.Alter(this=x.table(op.table), kind="VIEW", actions=[query])
+    return exp.Create(this=x.table(op.table), kind="VIEW", replace=True, expression=query)
 
 
 @build.register

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from delta_contracts.plan import expressions as x
-from delta_contracts.plan.conditions import NoRowsWhere
+from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.ops import PHASES, DropColumns, DropTable, Migration, Op, table_name
 from delta_contracts.plan.render import render
 from delta_contracts.target import Target
@@ -19,18 +19,19 @@ PHASE_HEADINGS = {
 
 
 def comment_text(text: str) -> str:
-    """One comment line, whatever the text holds (names may carry newlines)."""
-    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n")
+    """One comment line, whatever the text holds (names may carry newlines). Backslashes stay as they are,
+    so a pre-check pasted from the comment runs exactly the query the engine runs."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def precheck_sql(op: Op) -> str | None:
     condition = op.precondition()
-    if not isinstance(condition, NoRowsWhere):
+    checks = condition.conditions if isinstance(condition, AllOf) else (condition,)
+    counted = next((c for c in checks if isinstance(c, NoRowsWhere)), None)
+    if counted is None:
         return None
     query = (
-        exp.select(exp.Count(this=exp.Star()))
-        .from_(x.table(condition.table))
-        .where(x.parse(condition.predicate))
+        exp.select(exp.Count(this=exp.Star())).from_(x.table(counted.table)).where(x.parse(counted.predicate))
     )
     return x.sql(query)
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from delta_contracts.contract.model import Contract, Versioning
 from delta_contracts.contract.pairing import ColumnPairing, pair_columns
 from delta_contracts.contract.types import canonical
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.building import (
     Builder,
+    PlanError,
     TableState,
+    alias_view,
     converted,
     create_ops,
     create_properties,
     gate_for,
     initial_state,
+    lossless_cast,
     stamp_op,
     versioned_name,
 )
@@ -26,7 +31,9 @@ from delta_contracts.plan.ops import (
     Phase,
     RenameTable,
     table_name,
+    violation_predicate,
 )
+from delta_contracts.plan.rules import contract_rules
 from delta_contracts.target import Target
 
 
@@ -36,9 +43,7 @@ def plan_create(new: Contract, target: Target) -> tuple[Migration, TableState]:
     for op in create_ops(new, state.physical, Phase.EXPAND):
         b.add(op)
     if new.table.versioning is Versioning.VERSIONED:
-        b.add(
-            CreateView(table=new.table_parts, phase=Phase.CUTOVER, source=state.physical, reason="alias view")
-        )
+        b.add(alias_view(new, state.physical, Phase.CUTOVER, reason="alias view"))
         b.notes.append(f"versioned: data in {table_name(state.physical)}, read through the view {new.id}")
     b.add(stamp_op(state.physical, new))
     state = TableState(state.physical, create_properties(new))
@@ -60,21 +65,17 @@ def plan_versioned(
     for op in create_ops(new, new_physical, Phase.EXPAND):
         b.add(op)
     pairing = pair_columns(old, new)
-    mapping = _copy_mapping(pairing, new)
-    b.add(
-        CopyRows(
-            table=new_physical, phase=Phase.POPULATE, source=old_physical, mapping=mapping, reason="copy rows"
-        )
+    mapping = copy_mapping(pairing, new)
+    copy = CopyRows(
+        table=new_physical,
+        phase=Phase.POPULATE,
+        source=old_physical,
+        mapping=mapping,
+        rejects=copy_rejects(pairing, new, mapping),
+        reason="copy rows",
     )
-    b.add(
-        CopyRows(
-            table=new_physical,
-            phase=Phase.CUTOVER,
-            source=old_physical,
-            mapping=mapping,
-            reason="catch rows written since populate",
-        )
-    )
+    b.add(copy)
+    b.add(replace(copy, phase=Phase.CUTOVER, reason="catch rows written since populate"))
     b.warn(f"{table_name(new_physical)}: the copy reads and writes the whole table: O(table)")
     retired = old_physical
     if old_physical == alias:
@@ -86,15 +87,17 @@ def plan_versioned(
         )
         b.warn(f"{table_name(alias)}: between the rename and the view swap the name is briefly missing")
     alter = target.supports_alter_view_as and old_physical != alias
-    b.add(
-        CreateView(
-            table=alias,
-            phase=Phase.CUTOVER,
-            source=new_physical,
-            alter_existing=alter,
-            reason="swap the alias view",
+    b.add(alias_view(new, new_physical, Phase.CUTOVER, alter_existing=alter, reason="swap the alias view"))
+    if old_physical == alias:
+        b.warn(
+            f"{table_name(alias)}: after cutover the name is a view: producers must write to "
+            f"{table_name(new_physical)}; writes to {table_name(alias)} fail, it is no table any more"
         )
-    )
+    else:
+        b.warn(
+            f"{table_name(alias)}: after cutover producers must write to {table_name(new_physical)}, "
+            f"not to {table_name(old_physical)}"
+        )
     if not alter:
         b.warn(
             f"{table_name(alias)}: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant"
@@ -112,7 +115,12 @@ def plan_versioned(
         )
     )
     compat = _compat_columns(pairing, old)
-    if compat is not None:
+    if compat is None:
+        b.notes.append(
+            f"{table_name(retired)} gets no compatibility view: not every {old.version} column can be "
+            "computed from the new table (removed, or converted without an `inverse`)"
+        )
+    else:
         b.add(
             CreateView(
                 table=retired,
@@ -132,17 +140,73 @@ def plan_versioned(
     return migration, after_state
 
 
-def _copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str], ...]:
+def copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str], ...]:
+    """Each new column as an expression over the old table: the column, a lossless CAST, the contract's
+    conversion, its default or fill, or NULL for a nullable column; anything else is refused."""
     sources = {after.name: before for before, after in pairing.matched}
     mapping = []
     for column in new.columns:
+        to_type = canonical(column.type)
         before = sources.get(column.name)
-        if before is None:
-            value = x.literal(column.default) if column.default is not None else x.literal(None)
-            mapping.append((column.name, x.sql(x.cast(value, canonical(column.type)))))
-            continue
-        mapping.append((column.name, converted(before.name, before.type, column.type)))
+        if before is not None and lossless_cast(before.type, column.type):
+            mapping.append((column.name, converted(before.name, before.type, column.type)))
+        elif before is not None:
+            if column.convert is None:
+                raise PlanError(
+                    f"{new.id}: column {column.name}: {canonical(before.type)} -> {to_type} can lose values "
+                    "(a CAST that overflows wraps or turns NULL, depending on the session's ANSI mode); "
+                    "declare `convert: {expression: <SQL over the previous columns>, inverse: <SQL back, "
+                    "optional>}` on the column"
+                )
+            mapping.append((column.name, x.cast_text(column.convert.expression, to_type)))
+        elif column.default is not None:
+            mapping.append((column.name, x.sql(x.cast(x.literal(column.default), to_type))))
+        elif column.fill is not None:
+            mapping.append((column.name, x.cast_text(column.fill, to_type)))
+        elif column.nullable:
+            mapping.append((column.name, x.sql(x.cast(x.literal(None), to_type))))
+        else:
+            raise PlanError(
+                f"{new.id}: column {column.name} is NOT NULL with no default and no source: declare "
+                "`fill: <SQL over the other columns>` to give existing rows a value"
+            )
     return tuple(mapping)
+
+
+def copy_rejects(pairing: ColumnPairing, new: Contract, mapping: tuple[tuple[str, str], ...]) -> str | None:
+    """Rows of the old table the copy must not meet: a NULL bound for a NOT NULL column, a broken rule, or a
+    value a conversion loses — evaluated on the old rows, since the new table is still empty."""
+    values = {name: x.never_raising(value) for name, value in mapping}
+    sources = {after.name: before for before, after in pairing.matched}
+    # NOT NULL holds already where a NOT NULL column is copied as it is (or widened).
+    found = [
+        x.is_null_text(values[c.name])
+        for c in new.columns
+        if not c.nullable
+        and not (
+            (before := sources.get(c.name)) is not None
+            and not before.nullable
+            and lossless_cast(before.type, c.type)
+        )
+    ]
+    found += [
+        x.substitute_columns(violation_predicate(rule.expression), values)
+        for rule in contract_rules(new).values()
+    ]
+    for column in new.columns:
+        before = sources.get(column.name)
+        if before is None or column.convert is None or lossless_cast(before.type, column.type):
+            continue
+        attempt = values[column.name]
+        round_trip = None
+        if column.convert.inverse is not None and before.name.casefold() in x.referenced_columns(
+            column.convert.expression
+        ):
+            back = x.cast_text(column.convert.inverse, canonical(before.type))
+            round_trip = x.never_raising(x.substitute_columns(back, {**values, column.name: attempt}))
+        used = sorted(x.referenced_columns(column.convert.expression))
+        found.append(x.lost_in_conversion(used, attempt, round_trip))
+    return x.any_of(found)
 
 
 def _compat_columns(pairing: ColumnPairing, old: Contract) -> tuple[tuple[str, str], ...] | None:
@@ -153,5 +217,10 @@ def _compat_columns(pairing: ColumnPairing, old: Contract) -> tuple[tuple[str, s
         after = targets.get(column.name)
         if after is None:
             return None
-        columns.append((column.name, converted(after.name, after.type, column.type)))
+        if lossless_cast(column.type, after.type):
+            columns.append((column.name, converted(after.name, after.type, column.type)))
+        elif after.convert is not None and after.convert.inverse is not None:
+            columns.append((column.name, x.cast_text(after.convert.inverse, canonical(column.type))))
+        else:
+            return None
     return tuple(columns)

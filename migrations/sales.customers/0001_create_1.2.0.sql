@@ -8,8 +8,8 @@ CREATE TABLE IF NOT EXISTS `sales`.`customers` (`customer_id` BIGINT NOT NULL CO
 -- [2] add check customer_id_min: `customer_id` >= 1 (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`customers` WHERE NOT COALESCE((`customer_id` >= 1), FALSE)
 ALTER TABLE `sales`.`customers` ADD CONSTRAINT `customer_id_min` CHECK (`customer_id` >= 1);
--- [3] add check email_regex: `email` IS NULL OR REGEXP_LIKE(`email`, '^[^@\\\\s]+@[^@\\\\s]+$') (contract rule)
--- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`customers` WHERE NOT COALESCE((`email` IS NULL OR REGEXP_LIKE(`email`, '^[^@\\\\s]+@[^@\\\\s]+$')), FALSE)
+-- [3] add check email_regex: `email` IS NULL OR REGEXP_LIKE(`email`, '^[^@\\s]+@[^@\\s]+$') (contract rule)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`customers` WHERE NOT COALESCE((`email` IS NULL OR REGEXP_LIKE(`email`, '^[^@\\s]+@[^@\\s]+$')), FALSE)
 ALTER TABLE `sales`.`customers` ADD CONSTRAINT `email_regex` CHECK (`email` IS NULL OR REGEXP_LIKE(`email`, '^[^@\\s]+@[^@\\s]+$'));
 -- [4] add check country_code_enum: `country_code` IN ('IN', 'US', 'GB', 'DE', 'FR', 'SG') (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`customers` WHERE NOT COALESCE((`country_code` IN ('IN', 'US', 'GB', 'DE', 'FR', 'SG')), FALSE)

@@ -21,11 +21,13 @@ ALTER TABLE `sales`.`orders` ALTER COLUMN `channel` SET DEFAULT 'web';
 UPDATE `sales`.`orders` SET `channel` = 'web' WHERE `channel` IS NULL;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [6] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
+-- [6] backfill channel = 'web' (catch rows written without it since populate)
+UPDATE `sales`.`orders` SET `channel` = 'web' WHERE `channel` IS NULL;
+-- [7] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
 -- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`orders` WHERE NOT COALESCE((NOT `channel` IS NULL), FALSE)
 ALTER TABLE `sales`.`orders` ADD CONSTRAINT `channel_not_null` CHECK (NOT `channel` IS NULL);
--- [7] add check channel_enum: `channel` IN ('web', 'app', 'store') (contract rule)
+-- [8] add check channel_enum: `channel` IN ('web', 'app', 'store') (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`orders` WHERE NOT COALESCE((`channel` IN ('web', 'app', 'store')), FALSE)
 ALTER TABLE `sales`.`orders` ADD CONSTRAINT `channel_enum` CHECK (`channel` IN ('web', 'app', 'store'));
--- [8] stamp delta_contracts.id=sales.orders, delta_contracts.version=1.1.0, delta_contracts.schema_hash=bac7224a259b74b8 (record the contract version)
+-- [9] stamp delta_contracts.id=sales.orders, delta_contracts.version=1.1.0, delta_contracts.schema_hash=bac7224a259b74b8 (record the contract version)
 ALTER TABLE `sales`.`orders` SET TBLPROPERTIES ('delta_contracts.id'='sales.orders', 'delta_contracts.version'='1.1.0', 'delta_contracts.schema_hash'='bac7224a259b74b8');

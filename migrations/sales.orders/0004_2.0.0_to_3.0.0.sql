@@ -4,6 +4,7 @@
 -- warnings:
 --   - sales.orders__v3: the copy reads and writes the whole table: O(table)
 --   - sales.orders: between the rename and the view swap the name is briefly missing
+--   - sales.orders: after cutover the name is a view: producers must write to sales.orders__v3; writes to sales.orders fail, it is no table any more
 --   - sales.orders: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant
 -- notes:
 --   - versioned table sales.orders__v3: order_total: decimal(12,2) -> bigint is not a type widening Delta 4.x allows in place
@@ -28,15 +29,17 @@ ALTER TABLE `sales`.`orders__v3` ADD CONSTRAINT `channel_enum` CHECK (`channel` 
 
 -- === populate: data work; resumable ===
 -- [6] copy rows sales.orders -> sales.orders__v3 (copy rows)
-INSERT OVERWRITE TABLE `sales`.`orders__v3` (`order_id`, `customer_id`, `order_total`, `status`, `channel`, `order_date`, `created_at`) SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` AS BIGINT) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders`;
+-- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`orders` WHERE ((TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR (NOT COALESCE(((`order_id`) >= 1), FALSE)) OR (NOT COALESCE(((TRY_CAST(`order_total` * 100 AS BIGINT)) >= 0), FALSE)) OR (NOT COALESCE(((`status`) IN ('PLACED', 'SHIPPED', 'DELIVERED', 'CANCELLED')), FALSE)) OR (NOT COALESCE(((`channel`) IN ('web', 'app', 'store')), FALSE)) OR (((NOT `order_total` IS NULL) AND (TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR NOT (TRY_CAST((TRY_CAST(`order_total` * 100 AS BIGINT)) / 100 AS DECIMAL(12, 2))) IS NOT DISTINCT FROM `order_total`)
+INSERT OVERWRITE TABLE `sales`.`orders__v3` (`order_id`, `customer_id`, `order_total`, `status`, `channel`, `order_date`, `created_at`) SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` * 100 AS BIGINT) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders`;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [7] copy rows sales.orders -> sales.orders__v3 (catch rows written since populate)
-INSERT OVERWRITE TABLE `sales`.`orders__v3` (`order_id`, `customer_id`, `order_total`, `status`, `channel`, `order_date`, `created_at`) SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` AS BIGINT) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders`;
+-- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`orders` WHERE ((TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR (NOT COALESCE(((`order_id`) >= 1), FALSE)) OR (NOT COALESCE(((TRY_CAST(`order_total` * 100 AS BIGINT)) >= 0), FALSE)) OR (NOT COALESCE(((`status`) IN ('PLACED', 'SHIPPED', 'DELIVERED', 'CANCELLED')), FALSE)) OR (NOT COALESCE(((`channel`) IN ('web', 'app', 'store')), FALSE)) OR (((NOT `order_total` IS NULL) AND (TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR NOT (TRY_CAST((TRY_CAST(`order_total` * 100 AS BIGINT)) / 100 AS DECIMAL(12, 2))) IS NOT DISTINCT FROM `order_total`)
+INSERT OVERWRITE TABLE `sales`.`orders__v3` (`order_id`, `customer_id`, `order_total`, `status`, `channel`, `order_date`, `created_at`) SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` * 100 AS BIGINT) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders`;
 -- [8] rename table sales.orders -> sales.orders__v2 (free the name for the alias view)
 ALTER TABLE `sales`.`orders` RENAME TO `sales`.`orders__v2`;
 -- [9] view sales.orders -> sales.orders__v3 (swap the alias view)
-CREATE OR REPLACE VIEW `sales`.`orders` AS SELECT * FROM `sales`.`orders__v3`;
+CREATE OR REPLACE VIEW `sales`.`orders` AS SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, `order_total` AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders__v3`;
 -- [10] mark deprecated: delta_contracts.deprecated.table=true, delta_contracts.deprecated.since=3.0.0 (old version on its way out)
 ALTER TABLE `sales`.`orders__v2` SET TBLPROPERTIES ('delta_contracts.deprecated.table'='true', 'delta_contracts.deprecated.since'='3.0.0');
 -- [11] stamp delta_contracts.id=sales.orders, delta_contracts.version=3.0.0, delta_contracts.schema_hash=5e14ee76d4ced1ac (record the contract version)
@@ -47,4 +50,4 @@ ALTER TABLE `sales`.`orders__v3` SET TBLPROPERTIES ('delta_contracts.id'='sales.
 -- gate: after P30D since delta_contracts.deprecated.table was set and zero readers of sales.orders__v2 in the last P14D (or --force --reason)
 DROP TABLE IF EXISTS `sales`.`orders__v2`;
 -- [13] view sales.orders__v2 -> sales.orders__v3 (old shape over the new table)
-CREATE OR REPLACE VIEW `sales`.`orders__v2` AS SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` AS DECIMAL(12, 2)) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders__v3`;
+CREATE OR REPLACE VIEW `sales`.`orders__v2` AS SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` / 100 AS DECIMAL(12, 2)) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders__v3`;

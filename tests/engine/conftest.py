@@ -1,9 +1,11 @@
-"""Engines under test. The conformance suite is written once and runs on every engine available here:
-`local` always; `spark` where delta-spark's jars are (not on these machines: Maven is unreachable)."""
+"""Engines under test. The conformance suite is written once and runs on every engine: `local` (Sail),
+`spark` (delta-spark, the reference) and `connect` (the same delta-spark behind a Spark Connect server).
+Missing jars fail the run; only DELTA_CONTRACTS_SKIP_SPARK=1 skips `spark` and `connect`."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark import delta_jars_available
 
-SPARK_AVAILABLE, SPARK_REASON = delta_jars_available()
+SKIP_SPARK = os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1"
 
 
 @pytest.fixture(scope="session")
@@ -28,21 +30,49 @@ def local_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 def spark_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     from delta_contracts.engine.spark import SparkEngine, local_delta_session
 
+    available, why = delta_jars_available()
+    if not available:
+        pytest.fail(f"the spark engine cannot start: {why} (DELTA_CONTRACTS_SKIP_SPARK=1 opts out)")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = local_delta_session(warehouse=warehouse)
     yield SparkEngine(session, warehouse / "_delta_contracts")
     session.stop()
 
 
-@pytest.fixture(
-    params=[
-        "local",
-        pytest.param(
-            "spark", marks=pytest.mark.skipif(not SPARK_AVAILABLE, reason=f"spark not run: {SPARK_REASON}")
-        ),
-    ]
-)
+@pytest.fixture(scope="session")
+def connect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """The same delta-spark, reached through a Spark Connect server on loopback (started once per run)."""
+    from delta_contracts.engine.spark import connect_engine as open_connect
+    from tests.engine.connect_server import connect_server
+
+    available, why = delta_jars_available()
+    if not available:
+        pytest.fail(f"the connect engine cannot start: {why} (DELTA_CONTRACTS_SKIP_SPARK=1 opts out)")
+    warehouse = tmp_path_factory.mktemp("connect-warehouse")
+    with connect_server(warehouse, warehouse.parent / "connect-server.log") as url:
+        engine = open_connect(url, warehouse / "_delta_contracts")
+        yield engine
+        engine.close()
+
+
+_JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
+
+
+@pytest.fixture(params=["local", pytest.param("spark", marks=_JVM)])
 def engine(request: pytest.FixtureRequest) -> Engine:
+    """The embedded engine and the reference. The conformance suite adds `connect` (`every_engine`); the
+    features built on the engine interface run on these two so the suite fits its time budget."""
+    return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=["local", pytest.param("spark", marks=_JVM), pytest.param("connect", marks=_JVM)])
+def every_engine(request: pytest.FixtureRequest) -> Engine:
+    return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=["local", pytest.param("spark", marks=_JVM)])
+def local_or_spark(request: pytest.FixtureRequest) -> Engine:
+    """The embedded engine and the reference, for tests whose Connect run would add nothing new."""
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
 
 

@@ -19,8 +19,10 @@ ALTER TABLE `payments`.`transactions` ALTER COLUMN `channel` SET DEFAULT 'web';
 UPDATE `payments`.`transactions` SET `channel` = 'web' WHERE `channel` IS NULL;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [5] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
+-- [5] backfill channel = 'web' (catch rows written without it since populate)
+UPDATE `payments`.`transactions` SET `channel` = 'web' WHERE `channel` IS NULL;
+-- [6] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((NOT `channel` IS NULL), FALSE)
 ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `channel_not_null` CHECK (NOT `channel` IS NULL);
--- [6] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978 (record the contract version)
+-- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978 (record the contract version)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='885bf25bb13f9978');

@@ -13,14 +13,18 @@ ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta.feature.allo
 ALTER TABLE `payments`.`transactions__v2` ADD COLUMNS (`channel` STRING);
 -- [3] set default of channel to 'web' (default)
 ALTER TABLE `payments`.`transactions__v2` ALTER COLUMN `channel` SET DEFAULT 'web';
+-- [4] view payments.transactions -> payments.transactions__v2 (the alias view shows the new columns and types)
+CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `channel` AS `channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
 
 -- === populate: data work; resumable ===
--- [4] backfill channel = 'web' (fill existing rows with the default)
+-- [5] backfill channel = 'web' (fill existing rows with the default)
 UPDATE `payments`.`transactions__v2` SET `channel` = 'web' WHERE `channel` IS NULL;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [5] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
+-- [6] backfill channel = 'web' (catch rows written without it since populate)
+UPDATE `payments`.`transactions__v2` SET `channel` = 'web' WHERE `channel` IS NULL;
+-- [7] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((NOT `channel` IS NULL), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `channel_not_null` CHECK (NOT `channel` IS NULL);
--- [6] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978 (record the contract version)
+-- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978 (record the contract version)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='885bf25bb13f9978');

@@ -4,6 +4,7 @@
 -- warnings:
 --   - payments.transactions__v3: the copy reads and writes the whole table: O(table)
 --   - payments.transactions: between the rename and the view swap the name is briefly missing
+--   - payments.transactions: after cutover the name is a view: producers must write to payments.transactions__v3; writes to payments.transactions fail, it is no table any more
 --   - payments.transactions: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant
 -- notes:
 --   - versioned table payments.transactions__v3: partitioning changes rewrite the table
@@ -30,15 +31,17 @@ ALTER TABLE `payments`.`transactions__v3` ADD CONSTRAINT `amount_positive_when_o
 
 -- === populate: data work; resumable ===
 -- [7] copy rows payments.transactions -> payments.transactions__v3 (copy rows)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE (NOT COALESCE(((`txn_amt_paise`) >= 1), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) >= 0), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) <= 10), FALSE)) OR (NOT COALESCE(((`status`) IS NULL OR (`status`) IN ('OK', 'FAILED')), FALSE)) OR (NOT COALESCE(((`status`) <> 'OK' OR (`txn_amt_paise`) > 0), FALSE))
 INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions`;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [8] copy rows payments.transactions -> payments.transactions__v3 (catch rows written since populate)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE (NOT COALESCE(((`txn_amt_paise`) >= 1), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) >= 0), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) <= 10), FALSE)) OR (NOT COALESCE(((`status`) IS NULL OR (`status`) IN ('OK', 'FAILED')), FALSE)) OR (NOT COALESCE(((`status`) <> 'OK' OR (`txn_amt_paise`) > 0), FALSE))
 INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions`;
 -- [9] rename table payments.transactions -> payments.transactions__v2 (free the name for the alias view)
 ALTER TABLE `payments`.`transactions` RENAME TO `payments`.`transactions__v2`;
 -- [10] view payments.transactions -> payments.transactions__v3 (swap the alias view)
-CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT * FROM `payments`.`transactions__v3`;
+CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;
 -- [11] mark deprecated: delta_contracts.deprecated.table=true, delta_contracts.deprecated.since=3.0.0 (old version on its way out)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.deprecated.table'='true', 'delta_contracts.deprecated.since'='3.0.0');
 -- [12] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=975118eb02997252 (record the contract version)

@@ -1,1 +1,1 @@
--- refused: payments.transactions: attempts: int -> bigint is not a type widening Delta 3.x allows in place — this needs a new versioned table, which needs a major version bump (declared 2.5.0, was 2.4.0)
+-- refused: payments.transactions: version 2.4.0 -> 2.5.0 is a minor bump; the changes require major; DC-MF107 column attempts type changed: int -> bigint: breaking, refused by backwards_compatible without a major bump

@@ -1,0 +1,281 @@
+"""The apply ledger: a Delta table at `<warehouse>/_delta_contracts/ledger`, one row per op attempt event.
+
+Rows are only ever appended (with delta-rs, so the ledger works the same on every engine and needs no
+Spark): an op attempt writes `started` before it runs and `succeeded`/`skipped`/`failed`/`forced` after, plus
+a `batch` row per finished batch of a batched backfill or copy (its watermark). `rehashed` rows record a
+deliberate checksum override, `created` rows the ops of `create`. Readers fold the events: the latest final
+row of an op says whether it is done; the ledger's claims on table versions tell drift which commits are ours.
+"""
+
+from __future__ import annotations
+
+import getpass
+import hashlib
+import json
+import os
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, fields, replace
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+LEDGER_DIR = "ledger"
+
+
+class Status(StrEnum):
+    STARTED = "started"
+    SUCCEEDED = "succeeded"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+    FORCED = "forced"  # succeeded through a gate opened with --force --reason
+    BATCH = "batch"  # one batch of a batched op finished; `watermark` says which
+    REHASHED = "rehashed"  # `rehash`: the migration's new checksum is accepted
+    CREATED = "created"  # an op of `create` (a table made straight from its contract)
+
+
+DONE = frozenset({Status.SUCCEEDED, Status.SKIPPED, Status.FORCED})
+FINAL = DONE | {Status.FAILED}
+# Statuses whose row proves the migration's file, as it was then, reached the table.
+APPLIED = DONE | {Status.STARTED, Status.BATCH, Status.REHASHED}
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    contract: str  # the contract id (the migrations folder)
+    migration_id: str  # NNNN_slug; `create <version>` for `create`
+    table: str  # the table the op ran on (its new name, for a rename)
+    phase: str
+    op_index: int  # 1-based, as numbered in the migration's .sql file; 0 for whole-migration rows
+    op_kind: str
+    status: str
+    run_id: str = ""
+    sql: str = ""
+    checksum: str = ""
+    error: str = ""
+    engine: str = ""
+    path: str = ""  # how it ran: sql | delta-rs | rewrite | catalog | skipped
+    version_before: int | None = None  # the table's version when the op started
+    version: int | None = None  # the table version the op produced
+    to_version: str = ""  # the contract version the migration reaches
+    user: str = ""
+    host: str = ""
+    pid: int = 0
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    reason: str = ""  # --force --reason, or rehash's reason
+    watermark: str = ""  # JSON: the last finished batch of a batched op
+    detail: str = ""
+    renamed_from: str = ""  # a rename: the table's name before (its commits so far are claimed under it)
+    recorded_at: datetime | None = None
+    seq: int = 0  # order within one append
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.contract, self.migration_id, self.op_index)
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    stamp = pa.timestamp("us", tz="UTC")
+    types = {
+        "op_index": pa.int32(),
+        "version_before": pa.int64(),
+        "version": pa.int64(),
+        "pid": pa.int64(),
+        "seq": pa.int32(),
+        "started_at": stamp,
+        "ended_at": stamp,
+        "recorded_at": stamp,
+    }
+    return pa.schema([pa.field(f.name, types.get(f.name, pa.string())) for f in fields(LedgerEntry)])
+
+
+def who() -> tuple[str, str, int]:
+    """The user, host and process recorded with every row."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        user = str(os.getuid())
+    return user, socket.gethostname(), os.getpid()
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Ledger:
+    def __init__(self, state_dir: Path) -> None:
+        self.location = Path(state_dir) / LEDGER_DIR
+
+    def exists(self) -> bool:
+        return (self.location / "_delta_log").is_dir()
+
+    def append(self, entries: Sequence[LedgerEntry]) -> None:
+        """One Delta commit for the rows; concurrent appends do not conflict (delta-rs retries them)."""
+        import pyarrow as pa
+        from deltalake import CommitProperties, write_deltalake
+
+        if not entries:
+            return
+        stamp = now()
+        rows = [asdict(replace(e, recorded_at=stamp, seq=i)) for i, e in enumerate(entries)]
+        self.location.parent.mkdir(parents=True, exist_ok=True)
+        write_deltalake(
+            str(self.location),
+            pa.Table.from_pylist(rows, schema=_schema()),
+            mode="append",
+            commit_properties=CommitProperties(custom_metadata={"userMetadata": "delta-contracts ledger"}),
+        )
+
+    def entries(self, contracts: Iterable[str] | None = None) -> list[LedgerEntry]:
+        """Every row (of `contracts` only, when given), in the order they were recorded."""
+        from deltalake import DeltaTable
+
+        if not self.exists():
+            return []
+        wanted = {c.casefold() for c in contracts} if contracts is not None else None
+        names = {f.name for f in fields(LedgerEntry)}
+        out = []
+        for row in DeltaTable(str(self.location)).to_pyarrow_table().to_pylist():
+            entry = LedgerEntry(**{k: v for k, v in row.items() if k in names})
+            if wanted is None or entry.contract.casefold() in wanted:
+                out.append(entry)
+        epoch = datetime.min.replace(tzinfo=UTC)
+        return sorted(out, key=lambda e: (e.recorded_at or epoch, e.seq))
+
+
+# -- folding the events -------------------------------------------------------------------------------------
+def op_status(entries: Sequence[LedgerEntry]) -> dict[tuple[str, str, int], LedgerEntry]:
+    """The latest final row (succeeded/skipped/forced/failed) of every op."""
+    latest: dict[tuple[str, str, int], LedgerEntry] = {}
+    for entry in entries:
+        if entry.status in FINAL:
+            latest[entry.key] = entry
+    return latest
+
+
+def done_ops(entries: Sequence[LedgerEntry], contract: str, migration_id: str) -> set[int]:
+    return {
+        key[2]
+        for key, entry in op_status(entries).items()
+        if key[:2] == (contract, migration_id) and entry.status in DONE
+    }
+
+
+def batch_marks(entries: Sequence[LedgerEntry], key: tuple[str, str, int]) -> list[dict[str, Any]]:
+    """Where an unfinished batched op resumes: the batches it finished since the op last finished."""
+    marks: list[dict[str, Any]] = []
+    for entry in entries:
+        if entry.key != key:
+            continue
+        if entry.status in DONE:
+            marks = []
+        elif entry.status == Status.BATCH and entry.watermark:
+            marks.append(json.loads(entry.watermark))
+    return marks
+
+
+def recorded_checksum(entries: Sequence[LedgerEntry], contract: str, migration_id: str) -> str | None:
+    """The checksum the migration had when it (or part of it) last reached the table, or its rehash."""
+    found = None
+    for entry in entries:
+        if (entry.contract, entry.migration_id) == (contract, migration_id) and entry.status in APPLIED:
+            found = entry.checksum or found
+    return found
+
+
+def created_version(entries: Sequence[LedgerEntry], contract: str) -> str | None:
+    """The contract version `create` made the table at, when it was created that way."""
+    versions = [e.to_version for e in entries if e.contract == contract and e.status == Status.CREATED]
+    return versions[-1] if versions else None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Table versions a toolkit op produced: (after, up_to] — or everything up to `up_to` after a rewrite."""
+
+    after: int | None
+    up_to: int
+
+    def covers(self, version: int) -> bool:
+        if self.after is None or self.up_to < self.after:  # a new table, or a rewrite restarted the log
+            return version <= self.up_to
+        return self.after < version <= self.up_to
+
+
+def names_of(entries: Sequence[LedgerEntry], table: str) -> set[str]:
+    """The table's name and every name it had before a toolkit rename (its Delta history goes with it)."""
+    names = {table.casefold()}
+    grew = True
+    while grew:
+        earlier = {
+            e.renamed_from.casefold()
+            for e in entries
+            if e.renamed_from and e.table.casefold() in names and e.status in DONE
+        }
+        grew = not earlier <= names
+        names |= earlier
+    return names
+
+
+def claims(entries: Sequence[LedgerEntry], table: str) -> list[Claim]:
+    names = names_of(entries, table)
+    return [
+        Claim(e.version_before, e.version)
+        for e in entries
+        if e.table.casefold() in names
+        and e.version is not None
+        and e.status in DONE | {Status.BATCH, Status.FAILED, Status.CREATED}
+    ]
+
+
+def claimed(entries: Sequence[LedgerEntry], table: str, version: int) -> bool:
+    return any(c.covers(version) for c in claims(entries, table))
+
+
+def migration_checksum(sql_path: Path, json_path: Path) -> str:
+    """What the ledger compares: both files of the migration, the reviewed SQL and the machine ops."""
+    digest = hashlib.sha256()
+    for path in (sql_path, json_path):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return "sha256:" + digest.hexdigest()
+
+
+def record_created(
+    state_dir: Path,
+    contract: str,
+    version: str,
+    ops: Sequence[Any],
+    outcomes: Sequence[Any],
+    engine: str,
+) -> None:
+    """`create` made the table straight from its contract: its ops are the toolkit's, and the table starts at
+    `version` (earlier migrations describe a past it never had)."""
+    user, host, pid = who()
+    at = now()
+    Ledger(state_dir).append(
+        [
+            LedgerEntry(
+                contract=contract,
+                migration_id=f"create {version}",
+                table=outcome.table,
+                phase=op.phase.value,
+                op_index=index,
+                op_kind=op.kind,
+                status=Status.CREATED.value,
+                engine=engine,
+                path=outcome.path,
+                version=outcome.version,
+                to_version=version,
+                user=user,
+                host=host,
+                pid=pid,
+                started_at=at,
+                ended_at=at,
+            )
+            for index, (op, outcome) in enumerate(zip(ops, outcomes, strict=True), start=1)
+        ]
+    )

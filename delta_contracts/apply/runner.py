@@ -1,0 +1,464 @@
+"""Run a table's pending migrations in order, phase by phase, op by op, under its lease, into the ledger.
+
+Each op: skip when the ledger says it finished; otherwise record `started`, skip when its postcondition
+already holds (state-based idempotency: a crash anywhere converges), check its precondition (counts and
+sample rows, nothing applied), run it — in batches for backfills and copies — and record how it ran and the
+Delta version it produced. Contract-phase ops wait for their gate; a held contract phase does not hold back
+later migrations' other phases (as pgroll's expand/contract), but every later contract op waits behind it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+
+from delta_contracts.apply import ledger as lg
+from delta_contracts.apply.gates import evaluate, mark_of, marked_at
+from delta_contracts.apply.lease import DEFAULT_TTL, Lease
+from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed
+from delta_contracts.plan.conditions import AllOf, NoRowsWhere
+from delta_contracts.plan.migrations import StoredMigration
+from delta_contracts.plan.ops import PHASES, Op, Phase, table_name
+
+
+class OpStatus(StrEnum):
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    SKIPPED = "skipped"
+    FORCED = "forced"
+    FAILED = "failed"
+    DONE = "done"  # the ledger says it finished in an earlier run
+    SUPERSEDED = "superseded"  # `create` made the table at this contract version or later
+    HELD = "held"  # its gate is shut
+    WAITING = "waiting"  # behind a held op, or its phase was not selected
+    PLANNED = "would run"  # --dry-run
+    WOULD_SKIP = "would skip"  # --dry-run, postcondition holds
+
+
+@dataclass(frozen=True, slots=True)
+class OpReport:
+    contract: str
+    migration_id: str
+    index: int
+    phase: str
+    kind: str
+    summary: str
+    table: str
+    status: OpStatus
+    sql: str = ""
+    path: str = ""
+    version: int | None = None
+    detail: str = ""
+    prechecks: tuple[str, ...] = ()
+    gate: str = ""  # what opens it
+    reasons: tuple[str, ...] = ()  # why it is held or waiting
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "contract": self.contract,
+            "migration": self.migration_id,
+            "op": self.index,
+            "phase": self.phase,
+            "kind": self.kind,
+            "summary": self.summary,
+            "table": self.table,
+            "status": self.status.value,
+            "sql": self.sql,
+            "path": self.path,
+            "version": self.version,
+            "detail": self.detail,
+            "prechecks": list(self.prechecks),
+            "gate": self.gate,
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    to_version: str | None = None
+    phases: frozenset[Phase] = frozenset(PHASES)
+    dry_run: bool = False
+    force_reason: str | None = None  # opens shut gates; recorded
+    batch_rows: int = 1_000_000
+    lease_ttl: timedelta = DEFAULT_TTL
+    clock: Callable[[], datetime] = lg.now
+    on_event: Callable[[OpReport], None] | None = None  # progress: every op as it starts and ends
+    on_boundary: Callable[[str], None] | None = None  # called between steps (tests kill the process here)
+
+
+@dataclass
+class TableRun:
+    contract: str
+    reports: list[OpReport] = field(default_factory=list)
+    failure: OpReport | None = None
+    takeover: str | None = None  # the dead holder whose lease this run took over
+
+    @property
+    def held(self) -> list[OpReport]:
+        return [r for r in self.reports if r.status is OpStatus.HELD]
+
+
+class ApplyRefused(Exception):
+    """Nothing ran: the input cannot be applied as it is (a changed migration, an op the engine lacks)."""
+
+
+class ChecksumMismatch(ApplyRefused):
+    def __init__(self, path: Path, recorded: str, current: str) -> None:
+        self.path = path
+        super().__init__(
+            f"{path}: changed since it was applied (ledger {recorded[:19]}…, file {current[:19]}…); "
+            "restore it, or accept the change with `delta-contracts rehash`"
+        )
+
+
+def _tag(contract: str, stored: StoredMigration, index: int, op: Op, reason: str | None) -> str:
+    meta: dict[str, object] = {
+        "contract": contract,
+        "migration": stored.migration_id,
+        "op": index,
+        "phase": op.phase.value,
+        "kind": op.kind,
+    }
+    if reason:
+        meta["forced_reason"] = reason
+    return json.dumps({"delta_contracts": meta}, ensure_ascii=False, sort_keys=True)
+
+
+def prechecks(op: Op) -> tuple[str, ...]:
+    """The queries that must return 0 before the op may run (tightening ops)."""
+    from sqlglot import exp
+
+    from delta_contracts.plan import expressions as x
+
+    condition = op.precondition()
+    checks = condition.conditions if isinstance(condition, AllOf) else (condition,) if condition else ()
+    out = []
+    for check in checks:
+        if isinstance(check, NoRowsWhere):
+            query = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(x.table(check.table))
+            out.append(x.sql(query.where(x.parse(check.predicate))))
+        else:
+            out.append(str(check))
+    return tuple(out)
+
+
+def _sql(op: Op) -> str:
+    from delta_contracts.plan.render import render
+
+    try:
+        return render(op)
+    except TypeError:  # ops with no single statement (clustering on some targets)
+        return ""
+
+
+class Runner:
+    def __init__(self, engine: Engine, options: ApplyOptions) -> None:
+        self.engine = engine
+        self.options = options
+        self.ledger = lg.Ledger(engine.state_dir)
+        self.user, self.host, self.pid = lg.who()
+        self.run_id = lg.now().strftime("%Y%m%dT%H%M%S") + f"-{self.pid}"
+        self.entries: list[lg.LedgerEntry] = []  # the current table's ledger rows, ours appended as we go
+
+    # -- one table -------------------------------------------------------------------------------------------
+    def apply_table(self, contract: str, history: Sequence[StoredMigration]) -> TableRun:
+        run = TableRun(contract)
+        if self.options.dry_run:
+            self._run_table(run, contract, history)
+            return run
+        lease = Lease(self.engine.state_dir, contract, ttl=self.options.lease_ttl)
+        with lease:
+            if lease.taken_over is not None:
+                run.takeover = lease.taken_over.describe()
+            self._run_table(run, contract, history, lease)
+        return run
+
+    def _run_table(
+        self, run: TableRun, contract: str, history: Sequence[StoredMigration], lease: Lease | None = None
+    ) -> None:
+        from delta_contracts.contract.model import semver_tuple
+
+        self.entries = self.ledger.entries([contract])
+        self._verify_checksums(contract, history)
+        baseline = lg.created_version(self.entries, contract)
+        wanted = [
+            m
+            for m in history
+            if self.options.to_version is None
+            or semver_tuple(m.migration.to_version) <= semver_tuple(self.options.to_version)
+        ]
+        blocked: str | None = None  # why expand/populate/cutover ops stop here
+        contract_blocked: str | None = None  # why contract ops wait
+        for stored in wanted:
+            ops = stored.migration.ops
+            if baseline is not None and semver_tuple(stored.migration.to_version) <= semver_tuple(baseline):
+                for index, op in enumerate(ops, start=1):
+                    self._emit(run, self._report(contract, stored, index, op, OpStatus.SUPERSEDED))
+                continue
+            done = lg.done_ops(self.entries, contract, stored.migration_id)
+            todo = [op for i, op in enumerate(ops, start=1) if i not in done]
+            try:
+                self.engine.check_supported(todo)
+            except EngineError as err:
+                raise ApplyRefused(f"{stored.json_path}: {err}") from None
+            early_pending = False
+            for index, op in enumerate(ops, start=1):
+                if index in done:
+                    self._emit(run, self._report(contract, stored, index, op, OpStatus.DONE))
+                    continue
+                is_contract = op.phase is Phase.CONTRACT
+                wait = contract_blocked if is_contract else blocked
+                if wait is None and is_contract and early_pending:
+                    wait = f"{stored.migration_id}: earlier phases have not finished"
+                if wait is None and op.phase not in self.options.phases:
+                    wait = f"phase {op.phase.value} not selected (--phase)"
+                forced = None
+                if wait is None and is_contract and op.destructive:
+                    shut = self._gate(contract, stored, index, op)
+                    if shut and self.options.force_reason:
+                        forced = self.options.force_reason
+                    elif shut:
+                        gate = getattr(op, "gate", None)
+                        held = self._report(
+                            contract,
+                            stored,
+                            index,
+                            op,
+                            OpStatus.HELD,
+                            reasons=shut,
+                            gate=gate.describe() if gate else "",
+                        )
+                        self._emit(run, held)
+                        contract_blocked = f"{stored.migration_id} op {index} is held by its gate"
+                        continue
+                if wait is not None:
+                    self._emit(
+                        run, self._report(contract, stored, index, op, OpStatus.WAITING, reasons=(wait,))
+                    )
+                    if is_contract:
+                        contract_blocked = wait
+                    else:
+                        blocked, early_pending = wait, True
+                    continue
+                report = self._run_op(contract, stored, index, op, lease, forced)
+                self._emit(run, report)
+                if report.status is OpStatus.FAILED:
+                    run.failure = report
+                    return
+
+    def _verify_checksums(self, contract: str, history: Sequence[StoredMigration]) -> None:
+        for stored in history:
+            recorded = lg.recorded_checksum(self.entries, contract, stored.migration_id)
+            current = lg.migration_checksum(stored.sql_path, stored.json_path)
+            if recorded is not None and recorded != current:
+                raise ChecksumMismatch(stored.json_path, recorded, current)
+
+    def _gate(self, contract: str, stored: StoredMigration, index: int, op: Op) -> tuple[str, ...]:
+        """Why the op's gate is shut; empty when it is open."""
+        gate = getattr(op, "gate", None)
+        if gate is None:
+            return ()
+        mark = mark_of(stored.migration.ops, op, gate)
+        when = marked_at(self.entries, (contract, stored.migration_id, mark)) if mark else None
+        verdict = evaluate(gate, marked=when, state_dir=self.engine.state_dir, now=self.options.clock())
+        return () if verdict.open else verdict.reasons or ("the gate is shut",)
+
+    # -- one op ----------------------------------------------------------------------------------------------
+    def _report(
+        self, contract: str, stored: StoredMigration, index: int, op: Op, status: OpStatus, **extra: object
+    ) -> OpReport:
+        base = OpReport(
+            contract,
+            stored.migration_id,
+            index,
+            op.phase.value,
+            op.kind,
+            op.summary(),
+            table_name(op.table),
+            status,
+            sql=_sql(op),
+            prechecks=prechecks(op),
+            gate=getattr(getattr(op, "gate", None), "describe", lambda: "")(),
+        )
+        return replace(base, **extra)  # type: ignore[arg-type]
+
+    def _emit(self, run: TableRun, report: OpReport) -> None:
+        if report.status is not OpStatus.RUNNING:
+            run.reports.append(report)
+        if self.options.on_event is not None:
+            self.options.on_event(report)
+
+    def _boundary(self, name: str) -> None:
+        if self.options.on_boundary is not None:
+            self.options.on_boundary(name)
+
+    def _entry(
+        self, contract: str, stored: StoredMigration, index: int, op: Op, status: lg.Status, **values: object
+    ) -> lg.LedgerEntry:
+        entry = lg.LedgerEntry(
+            contract=contract,
+            migration_id=stored.migration_id,
+            table=table_name(op.table),
+            phase=op.phase.value,
+            op_index=index,
+            op_kind=op.kind,
+            status=status.value,
+            run_id=self.run_id,
+            sql=_sql(op),
+            checksum=lg.migration_checksum(stored.sql_path, stored.json_path),
+            engine=self.engine.name,
+            to_version=stored.migration.to_version,
+            user=self.user,
+            host=self.host,
+            pid=self.pid,
+        )
+        return replace(entry, **values)  # type: ignore[arg-type]
+
+    def _record(self, *entries: lg.LedgerEntry) -> None:
+        self.ledger.append(entries)
+        self.entries.extend(entries)
+
+    def _version(self, op: Op) -> int | None:
+        live = self.engine.describe(op.table)
+        return live.version if live is not None else None
+
+    def _run_op(
+        self,
+        contract: str,
+        stored: StoredMigration,
+        index: int,
+        op: Op,
+        lease: Lease | None,
+        forced: str | None,
+    ) -> OpReport:
+        if self.options.dry_run:
+            holds = self.engine.postcondition_holds(op)
+            return self._report(
+                contract, stored, index, op, OpStatus.WOULD_SKIP if holds else OpStatus.PLANNED
+            )
+        assert lease is not None
+        lease.renew_if_due()
+        started = lg.now()
+        before = self._version(op)
+        name = f"{stored.migration_id} op {index}"
+        self._record(
+            self._entry(
+                contract,
+                stored,
+                index,
+                op,
+                lg.Status.STARTED,
+                started_at=started,
+                version_before=before,
+                reason=forced or "",
+            )
+        )
+        self._emit(TableRun(contract), self._report(contract, stored, index, op, OpStatus.RUNNING))
+        self._boundary(f"{name} started")
+        tag = _tag(contract, stored, index, op, forced)
+        try:
+            table = table_name(op.table)
+            if self.engine.postcondition_holds(op):
+                status, path, version, detail = (
+                    lg.Status.SKIPPED,
+                    "skipped",
+                    None,
+                    "postcondition already holds",
+                )
+            else:
+                self.engine.check_precondition(op)
+                table, path, version, detail = self._execute(contract, stored, index, op, tag, lease)
+                status = lg.Status.FORCED if forced else lg.Status.SUCCEEDED
+        except (EngineError, PreconditionFailed) as err:
+            message = str(err) or type(err).__name__
+            self._record(
+                self._entry(
+                    contract,
+                    stored,
+                    index,
+                    op,
+                    lg.Status.FAILED,
+                    started_at=started,
+                    ended_at=lg.now(),
+                    version_before=before,
+                    version=self._version(op),
+                    error=message,
+                )
+            )
+            return self._report(contract, stored, index, op, OpStatus.FAILED, detail=message)
+        self._boundary(f"{name} ran")
+        self._record(
+            self._entry(
+                contract,
+                stored,
+                index,
+                op,
+                status,
+                table=table,
+                renamed_from=table_name(op.table) if table != table_name(op.table) else "",
+                started_at=started,
+                ended_at=lg.now(),
+                version_before=before,
+                version=version,
+                path=path,
+                detail=detail,
+                reason=forced or "",
+            )
+        )
+        self._boundary(f"{name} recorded")
+        return self._report(
+            contract,
+            stored,
+            index,
+            op,
+            OpStatus(status.value),
+            path=path,
+            version=version,
+            detail=detail,
+            table=table,
+        )
+
+    def _execute(
+        self, contract: str, stored: StoredMigration, index: int, op: Op, tag: str, lease: Lease
+    ) -> tuple[str, str, int | None, str]:
+        """Run the op (in batches where it can be split): the table it left, path, version, detail."""
+        from delta_contracts.apply.batches import batchable, plan_batches, run_batches
+
+        if batchable(op):
+            key = (contract, stored.migration_id, index)
+            marks = lg.batch_marks(self.entries, key)
+            batches = plan_batches(self.engine, op, self.options.batch_rows, marks)
+            if batches is not None:
+                count = 0
+
+                def finished(done: object) -> None:
+                    nonlocal count
+                    from delta_contracts.apply.batches import BatchDone
+
+                    assert isinstance(done, BatchDone)
+                    count += 1
+                    self._record(
+                        self._entry(
+                            contract,
+                            stored,
+                            index,
+                            op,
+                            lg.Status.BATCH,
+                            version=done.version,
+                            watermark=json.dumps(done.mark),
+                            ended_at=lg.now(),
+                            detail="found already in the target" if done.rows_found else "",
+                        )
+                    )
+                    self._boundary(f"{stored.migration_id} op {index} batch {count}")
+                    lease.renew_if_due()  # a long backfill outlives the lease's TTL otherwise
+
+                run_batches(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
+                resumed = f", resumed after {len(marks)} recorded" if marks else ""
+                return table_name(op.table), "sql", self._version(op), f"{count} batch(es){resumed}"
+        outcome = self.engine.run_verified(op, tag=tag)
+        return outcome.table, outcome.path, outcome.version, outcome.detail

@@ -1,0 +1,86 @@
+"""The `delta-contracts` command line: parses arguments, calls the core, prints. Nothing else.
+
+Heavy modules (pydantic models, sqlglot, pyspark) are imported inside the commands so that `--help`
+answers at once. The command modules themselves are imported only when needed: `delta-contracts diff A B`
+builds an application holding `diff` alone, so it neither imports the engine commands' modules nor has
+typer read every command's signature (`bench/bench_startup.py`). `app`, the application with every
+command, is built on first use.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import import_module
+
+import typer
+
+# Command or sub-application name -> (module, attribute), in the order `--help` lists them. A function is
+# registered as a command, a typer.Typer as a group of commands.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "import": ("delta_contracts.cli.interchange", "import_app"),
+    "export": ("delta_contracts.cli.interchange", "export_app"),
+    "diff": ("delta_contracts.cli.diff", "diff_command"),
+    "init": ("delta_contracts.cli.adopt", "init_command"),
+    "plan": ("delta_contracts.cli.plan", "plan_command"),
+    "create": ("delta_contracts.cli.tables", "create_command"),
+    "drift": ("delta_contracts.cli.tables", "drift_command"),
+    "status": ("delta_contracts.cli.tables", "status_command"),
+    "apply": ("delta_contracts.cli.apply", "apply_command"),
+    "history": ("delta_contracts.cli.apply", "history_command"),
+    "rehash": ("delta_contracts.cli.apply", "rehash_command"),
+    "validate": ("delta_contracts.cli.validate", "validate_command"),
+    "telemetry": ("delta_contracts.cli.telemetry", "telemetry_app"),
+    "lint": ("delta_contracts.cli.lint", "lint_command"),
+    "schema": ("delta_contracts.cli.lint", "schema_command"),
+}
+
+
+def _root() -> None:
+    # A callback keeps the application a group even when it holds a single command, so that
+    # `delta-contracts diff A B` parses the same with one command registered as with all of them.
+    pass
+
+
+def build_app(*names: str) -> typer.Typer:
+    """The application with the named commands (every command when none is named)."""
+    application = typer.Typer(
+        name="delta-contracts",
+        help="Delta Lake table governance from YAML data contracts.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    application.callback()(_root)
+    for name, (module, attribute) in COMMANDS.items():
+        if names and name not in names:
+            continue
+        target = getattr(import_module(module), attribute)
+        if isinstance(target, typer.Typer):
+            application.add_typer(target, name=name)
+        else:
+            application.command(name=name)(target)
+    return application
+
+
+def __getattr__(name: str) -> typer.Typer:
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    application = build_app()
+    globals()["app"] = application
+    return application
+
+
+def main() -> None:
+    # Pydantic plugins observe an application's validation; the command line's models are its own, and
+    # looking plugins up reads the entry points of every installed distribution (some 6 ms of `diff`'s
+    # start-up). Set before any model is built; an explicit setting, even an empty one, wins.
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    requested = sys.argv[1] if len(sys.argv) > 1 else ""
+    application = build_app(requested) if requested in COMMANDS else build_app()
+    try:
+        application()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)

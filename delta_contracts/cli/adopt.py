@@ -1,0 +1,204 @@
+"""`delta-contracts init --from-table NAME` / `--all SCHEMA`: contracts for tables that have none."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, ContractSet, print_problems
+from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
+from delta_contracts.cli.tables import _open as open_engine
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.load import LoadedProject
+    from delta_contracts.engine.base import Engine
+
+TableId = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Found:
+    physical: TableId
+    alias: TableId | None  # the view readers use, for a versioned table
+
+
+def init_command(
+    from_table: Annotated[
+        str | None, typer.Option("--from-table", help="The live table (or alias view): schema.table.")
+    ] = None,
+    all_in: Annotated[
+        str | None, typer.Option("--all", metavar="SCHEMA", help="Adopt every table of this schema.")
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="The contract file (with --all: a folder; default contracts/<schema>/). "
+            "Without it, --from-table prints the contract.",
+        ),
+    ] = None,
+    owner: Annotated[
+        str | None, typer.Option(help="Owning team (default: defaults.owner of contracts.yml).")
+    ] = None,
+    target: Annotated[
+        str | None, typer.Option(help="delta-3, delta-4 or databricks (default: contracts.yml).")
+    ] = None,
+    migrations: Annotated[
+        Path | None, typer.Option(help="Migrations folder (default: contracts.yml `migrations`).")
+    ] = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Write a contract from a live Delta table, and a baseline migration recording the table as already at
+    that version (so the first change plans an ALTER, never a CREATE). Exit 0 written, 1 written with lint
+    findings, 2 bad input or no such table."""
+    from delta_contracts.contract.load import project_for
+    from delta_contracts.target import Target
+
+    if (from_table is None) == (all_in is None):
+        print("error: give --from-table NAME or --all SCHEMA", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    anchor = output if output is not None else Path("contracts")
+    project = project_for(anchor if anchor.is_dir() else anchor.parent)
+    try:
+        chosen = Target(target) if target else project.project.target
+    except ValueError:
+        print(f"error: --target must be one of {', '.join(t.value for t in Target)}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    team = owner or (project.project.defaults.owner.team if project.project.defaults.owner else None)
+    if team is None:
+        print("error: give --owner TEAM (contracts.yml has no defaults.owner)", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    root = migrations or (project.root / project.project.migrations)
+    failed = False
+    with open_engine(ContractSet([], project), engine, url, warehouse, read_only=True) as live:
+        names = [from_table] if from_table else _tables_of(live, str(all_in))
+        for name in names:
+            assert name is not None
+            found = _find(live, tuple(name.split(".")))
+            if found is None:
+                print(f"error: no table or alias view {name}", file=sys.stderr)
+                raise typer.Exit(EXIT_INPUT)
+            if all_in is not None:
+                folder = output or project.root / str(all_in)
+                destination: Path | None = folder / f"{(found.alias or found.physical)[-1]}.yaml"
+            else:
+                destination = output
+            failed |= _adopt(live, found, destination, project, owner, chosen, root)
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _tables_of(live: Engine, schema: str) -> list[str]:
+    """Every table of `schema`; a versioned table's physical `<name>__vN` is adopted through its view."""
+    rows = live.sql(f"SHOW TABLES IN {_quoted(schema)}")
+    names = sorted({str(r.get("tableName")) for r in rows if not r.get("isTemporary")})
+    views = {v[-1].casefold() for v in live.views() if len(v) >= 2 and v[-2].casefold() == schema.casefold()}
+    chosen = []
+    for name in names:
+        behind_view = name.rsplit("__v", 1)[0].casefold() in views and "__v" in name
+        if not behind_view:
+            chosen.append(f"{schema}.{name}")
+    return chosen
+
+
+def _quoted(name: str) -> str:
+    from delta_contracts.plan import expressions as x
+
+    return x.sql(x.ident(name))
+
+
+def _find(live: Engine, name: TableId) -> _Found | None:
+    if live.describe(name) is not None:
+        return _Found(name, None)
+    query = next(
+        (
+            q
+            for v, q in live.views().items()
+            if tuple(p.casefold() for p in v[-2:]) == tuple(p.casefold() for p in name[-2:])
+        ),
+        None,
+    )
+    if query is None:
+        return None
+    import sqlglot
+    from sqlglot import exp
+
+    tables = list(sqlglot.parse_one(query, read="databricks").find_all(exp.Table))
+    if len(tables) != 1:
+        return None
+    source = tuple(p for p in (tables[0].catalog, tables[0].db, tables[0].name) if p)
+    return _Found(source, name) if live.describe(source) is not None else None
+
+
+def _adopt(
+    live: Engine,
+    found: _Found,
+    destination: Path | None,
+    project: LoadedProject,
+    owner: str | None,
+    target: Any,
+    root: Path,
+) -> bool:
+    """Write one contract and its baseline; True when lint found something to fix."""
+    import yaml
+
+    from delta_contracts.adopt import baseline, contract_data
+    from delta_contracts.contract.errors import ContractError
+    from delta_contracts.contract.lint import lint
+    from delta_contracts.contract.load import parse_contract
+    from delta_contracts.plan.migrations import (
+        migration_files,
+        table_folder,
+        write_atomically,
+        write_migration,
+    )
+
+    table = live.describe(found.physical)
+    assert table is not None
+    adopted = contract_data(table, found.physical, alias=found.alias)
+    data = dict(adopted.data)
+    if owner is not None:
+        data = {
+            **{k: v for k, v in data.items() if k in ("apiVersion", "id", "version")},
+            "owner": {"team": owner},
+            **data,
+        }
+    header = (
+        f"# Adopted from the live table {'.'.join(found.physical)} by delta-contracts init --from-table.\n"
+    )
+    text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
+    shown = destination or project.root / data["id"].split(".")[-2] / f"{data['id'].split('.')[-1]}.yaml"
+    try:
+        loaded = parse_contract(text, shown, project)
+    except ContractError as err:
+        print_problems(err.problems)
+        raise typer.Exit(EXIT_INPUT) from None
+    folder = table_folder(root, loaded.contract.id)
+    if migration_files(folder):
+        print(
+            f"error: {folder} already holds migrations: {loaded.contract.id} is managed already "
+            "(init adopts tables that have none)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_INPUT)
+    if destination is not None and destination.exists():
+        print(f"error: {destination} exists; not overwritten", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    for note in adopted.notes:
+        print(f"note: {note}", file=sys.stderr)
+    written = write_migration(folder, baseline(loaded.contract, table, found.physical, target))
+    if destination is None:
+        sys.stdout.write(text)
+    else:
+        write_atomically(destination, text)
+        print(f"wrote {destination}", file=sys.stderr)
+    print(f"wrote {written[0].parent}/ (baseline {loaded.contract.version})", file=sys.stderr)
+    findings = lint(loaded)
+    print_problems(findings)
+    return bool(findings)

@@ -1,0 +1,283 @@
+"""`apply`, `history`, `rehash`: run the planned migrations, show the ledger, accept a changed migration."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, FormatOption, OutputFormat, PathsArgument
+from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
+
+if TYPE_CHECKING:
+    from delta_contracts.apply import ApplyResult
+    from delta_contracts.apply.ledger import LedgerEntry
+    from delta_contracts.apply.runner import OpReport
+    from delta_contracts.cli.common import ContractSet
+
+TableOption = Annotated[
+    list[str] | None, typer.Option("--table", help="Contract/table id to apply (repeatable). Default: all.")
+]
+PhaseChoice = Annotated[
+    str, typer.Option("--phase", help="expand, populate, cutover, contract or all (default).")
+]
+
+_MARKS = {
+    "succeeded": "✓",
+    "forced": "!",
+    "skipped": "·",
+    "done": "·",
+    "superseded": "·",
+    "failed": "✗",
+    "held": "⏸",
+    "waiting": "…",
+    "would run": "→",
+    "would skip": "·",
+}
+
+
+def _migrations_root(contracts: ContractSet) -> Path:
+    return contracts.project.root / contracts.project.project.migrations
+
+
+def _state_dir(contracts: ContractSet, engine: str | None, url: str | None, warehouse: Path | None) -> Path:
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import choose
+
+    try:
+        choice = choose(
+            name=engine,
+            url=url,
+            warehouse=warehouse,
+            project=contracts.project.project.engine,
+            project_root=contracts.project.root,
+        )
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    return choice.warehouse / "_delta_contracts"
+
+
+def _line(report: OpReport) -> str:
+    where = f" — {report.path}" if report.path else ""
+    version = f" → v{report.version}" if report.version is not None else ""
+    return (
+        f"{_MARKS.get(report.status.value, ' ')} {report.table} {report.migration_id} [{report.phase}] "
+        f"op {report.index}: {report.summary} ({report.status.value}{where}{version})"
+    )
+
+
+def apply_command(
+    paths: PathsArgument = None,
+    table: TableOption = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    to: Annotated[str | None, typer.Option("--to", help="Apply up to this contract version.")] = None,
+    phase: PhaseChoice = "all",
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print SQL, pre-checks, gates; change nothing.")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Open shut gates (needs --reason).")] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why the gates are forced (recorded).")
+    ] = None,
+    batch_rows: Annotated[
+        int, typer.Option("--batch-rows", help="Rows per backfill/copy batch.")
+    ] = 1_000_000,
+    allow_rewrite: Annotated[
+        bool,
+        typer.Option(
+            "--allow-rewrite",
+            help="local engine: rebuild a table where delta-spark cannot start (old one kept as backup).",
+        ),
+    ] = False,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Run the pending migrations, phase by phase, op by op. Exit 0 done (or waiting at gates), 1 an op
+    failed, 2 bad input or no engine, 3 another runner holds a table."""
+    from rich.console import Console
+
+    from delta_contracts.apply import apply
+    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.cli.tables import _open
+    from delta_contracts.plan.ops import PHASES
+
+    if force and not (reason and reason.strip()):
+        print(
+            "error: --force needs --reason TEXT (it is recorded in the ledger and the commit)",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_INPUT)
+    if reason and not force:
+        print("error: --reason goes with --force", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    if phase != "all" and phase not in {p.value for p in PHASES}:
+        print(f"error: --phase {phase}: use expand, populate, cutover, contract or all", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    if batch_rows < 1:
+        print("error: --batch-rows must be at least 1", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    contracts = load_valid_contracts(paths)
+    ids = [item.contract.id for item in contracts.contracts]
+    if table:
+        unknown = [t for t in table if t not in ids]
+        if unknown:
+            print(
+                f"error: no contract with id {', '.join(unknown)} (known: {', '.join(ids)})", file=sys.stderr
+            )
+            raise typer.Exit(EXIT_INPUT)
+        ids = list(table)
+    console = Console(stderr=True, highlight=False)
+    status = console.status("starting")
+
+    def progress(report: OpReport) -> None:
+        if report.status.value == "running":
+            status.update(f"{report.table} {report.migration_id} op {report.index}: {report.summary}")
+        elif fmt is OutputFormat.TEXT and report.status.value not in {"done", "superseded"}:
+            console.print(_line(report), markup=False)
+
+    with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite) as live, status:
+        result = apply(
+            live,
+            _migrations_root(contracts),
+            tables=ids,
+            to_version=to,
+            phases=None if phase == "all" else [phase],
+            dry_run=dry_run,
+            force_reason=reason if force else None,
+            batch_rows=batch_rows,
+            on_event=progress,
+        )
+    _print_result(result, fmt, dry_run)
+    raise typer.Exit(result.exit_code)
+
+
+def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None:
+    if fmt is OutputFormat.JSON:
+        payload = {
+            "exit_code": result.exit_code,
+            "ops": [r.to_json() for r in result.reports],
+            "waiting": [r.to_json() for r in result.waiting],
+            "refused": [{"contract": c, "error": e} for c, e in result.refused],
+            "held_by_other_runner": [{"table": h.table, "holder": h.holder.describe()} for h in result.held],
+            "lease_lost": [{"contract": c, "error": e} for c, e in result.lost],
+            "takeovers": [{"contract": r.contract, "from": r.takeover} for r in result.runs if r.takeover],
+        }
+        print(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
+        return
+    for run in result.runs:
+        if run.takeover:
+            print(f"{run.contract}: took over the lease of {run.takeover}")
+    if dry_run:
+        for report in result.reports:
+            if report.status.value in {"would run", "would skip"}:
+                print(f"-- {report.migration_id} [{report.phase}] op {report.index}: {report.summary}")
+                for check in report.prechecks:
+                    print(f"-- pre-check, must return 0: {check}")
+                if report.gate:
+                    print(f"-- gate: {report.gate}")
+                print(report.sql + ";" if report.sql else "-- (no SQL statement)")
+    for contract, error in result.refused:
+        print(f"refused {contract}: {error}")
+    for held in result.held:
+        print(f"{held.table}: held by another runner: {held.holder.describe()}")
+    for contract, why in result.lost:
+        print(f"{contract}: stopped, the lease was taken over: {why}")
+    failure = result.failure
+    if failure is not None:
+        print(f"failed {failure.table} {failure.migration_id} op {failure.index}: {failure.detail}")
+        print("the table is left where the last finished op left it; fix the cause and run `apply` again")
+    for waiting in result.waiting:
+        print(f"waiting {waiting.table} {waiting.migration_id} op {waiting.index}: {waiting.summary}")
+        for why in waiting.reasons:
+            print(f"  - {why}")
+        print(f"  opens {waiting.gate}")
+    ran = [r for r in result.reports if r.status.value in {"succeeded", "forced"}]
+    if not dry_run:
+        print(f"{len(ran)} op(s) ran, {len(result.waiting)} waiting at gates")
+
+
+HistoryIds = Annotated[list[str] | None, typer.Argument(help="Contract/table ids (default: all).")]
+
+
+def history_command(
+    ids: HistoryIds = None,
+    contracts_path: Annotated[
+        Path, typer.Option("--contracts", help="Contracts folder (finds contracts.yml).")
+    ] = Path("contracts"),
+    warehouse: WarehouseOption = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """The apply ledger, newest first: migration, phase, op, status, Delta version, user, duration, reason."""
+    from delta_contracts.apply.ledger import Ledger, Status
+    from delta_contracts.cli.common import load_valid_contracts
+
+    contracts = load_valid_contracts([contracts_path])
+    state_dir = _state_dir(contracts, None, None, warehouse)
+    entries = Ledger(state_dir).entries(ids) if (state_dir / "ledger").is_dir() else []
+    finished = {(e.run_id, e.key) for e in entries if e.status != Status.STARTED}
+    shown = [e for e in entries if e.status != Status.STARTED or (e.run_id, e.key) not in finished]
+    shown.reverse()
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"ledger": [_entry_json(e) for e in shown]}, indent=2, default=str))
+        raise typer.Exit(EXIT_OK)
+    if not shown:
+        print(f"the ledger at {state_dir / 'ledger'} is empty")
+    for e in shown:
+        print(_history_line(e))
+    raise typer.Exit(EXIT_OK)
+
+
+def _entry_json(entry: LedgerEntry) -> dict[str, object]:
+    from dataclasses import asdict
+
+    return asdict(entry)
+
+
+def _history_line(e: LedgerEntry) -> str:
+    took = ""
+    if e.started_at is not None and e.ended_at is not None:
+        took = f" {(e.ended_at - e.started_at).total_seconds():.2f}s"
+    status = "started (never finished: killed?)" if e.status == "started" else e.status
+    version = f" v{e.version}" if e.version is not None else ""
+    when = f"{e.recorded_at:%Y-%m-%d %H:%M:%S}" if e.recorded_at else ""
+    op = f" op {e.op_index} [{e.phase}] {e.op_kind}" if e.op_index else f" {e.op_kind}"
+    line = f"{when} {e.contract} {e.migration_id}{op}: {status}{version} by {e.user}{took}"
+    if e.reason:
+        line += f" — reason: {e.reason}"
+    if e.error:
+        line += f" — error: {e.error.splitlines()[0] if e.error.strip() else e.error}"
+    return line
+
+
+def rehash_command(
+    contract_id: Annotated[str, typer.Argument(help="The contract/table id whose migrations changed.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why the changed files are accepted (recorded).")],
+    contracts_path: Annotated[
+        Path, typer.Option("--contracts", help="Contracts folder (finds contracts.yml).")
+    ] = Path("contracts"),
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
+    from delta_contracts.apply import rehash
+    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.plan.migrations import IntegrityError
+
+    contracts = load_valid_contracts([contracts_path])
+    root = _migrations_root(contracts)
+    if not (root / contract_id).is_dir():
+        print(f"error: {root / contract_id}: no migrations folder", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    try:
+        changed = rehash(_state_dir(contracts, None, None, warehouse), root, contract_id, reason=reason)
+    except IntegrityError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    print(f"{contract_id}: migrations.sum rewritten")
+    for migration_id in changed:
+        print(f"  {migration_id}: new checksum recorded ({reason})")
+    raise typer.Exit(EXIT_OK)

@@ -1,0 +1,91 @@
+"""What every command shares: output formats, exit codes, loading contracts with located errors."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.errors import Problem
+    from delta_contracts.contract.load import LoadedContract, LoadedProject
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+
+
+class OutputFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+    GITHUB = "github"  # workflow annotations; lint, diff and plan --check (others print text)
+
+
+FormatOption = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format",
+        "-f",
+        help="text, json or markdown; github (lint, diff, plan --check): workflow annotations.",
+    ),
+]
+PathsArgument = Annotated[
+    list[Path] | None,
+    typer.Argument(help="Contract files or folders (default: contracts/).", show_default=False),
+]
+
+
+def default_paths(paths: list[Path] | None) -> list[Path]:
+    return list(paths) if paths else [Path("contracts")]
+
+
+def existing_paths(paths: list[Path] | None) -> list[Path]:
+    """The given contract files or folders (default contracts/); a missing one ends the command (exit 2)."""
+    roots = default_paths(paths)
+    missing = [p for p in roots if not p.exists()]
+    if missing:
+        print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    return roots
+
+
+def print_problems(problems: list[Problem] | tuple[Problem, ...]) -> None:
+    for problem in problems:
+        print(str(problem), file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class ContractSet:
+    contracts: list[LoadedContract]
+    project: LoadedProject
+
+
+def load_valid_contracts(paths: list[Path] | None) -> ContractSet:
+    """Load and lint every contract; any error or finding stops the command with exit 2 (unusable input)."""
+    from delta_contracts.contract.errors import ContractError
+    from delta_contracts.contract.lint import lint_many
+    from delta_contracts.contract.load import contract_files, load_contract, project_for
+
+    roots = existing_paths(paths)
+    loaded: list[LoadedContract] = []
+    problems: list[Problem] = []
+    for file in contract_files(roots):
+        try:
+            loaded.append(load_contract(file))
+        except ContractError as err:
+            problems.extend(err.problems)
+    problems.extend(lint_many(loaded))
+    problems = list(dict.fromkeys(problems))  # a broken contracts.yml is reported once, not per contract
+    if problems:
+        print_problems(sorted(problems, key=lambda p: p.location))
+        print("fix the contracts first (delta-contracts lint)", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    try:
+        project = project_for(roots[0])
+    except ContractError as err:
+        print_problems(err.problems)
+        raise typer.Exit(EXIT_INPUT) from None
+    return ContractSet(loaded, project)

@@ -1,0 +1,302 @@
+"""Commands that touch live tables: `create`, `drift`, `status`. Engine from flags, env, contracts.yml."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from delta_contracts.cli.common import (
+    EXIT_FINDINGS,
+    EXIT_INPUT,
+    EXIT_OK,
+    ContractSet,
+    FormatOption,
+    OutputFormat,
+    PathsArgument,
+)
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.model import Contract
+    from delta_contracts.engine.base import Engine
+
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="local (embedded Sail + delta-rs; starts delta-spark only for DROP COLUMNS, enabling column "
+        "mapping and ALTER COLUMN ops Sail and delta-rs cannot do in place), spark or connect. "
+        "Default: local.",
+    ),
+]
+UrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
+WarehouseOption = Annotated[
+    Path | None,
+    typer.Option("--warehouse", help="Warehouse folder of the local engine (default ./warehouse)."),
+]
+
+
+def _open(
+    contracts: ContractSet,
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+    *,
+    read_only: bool = False,
+    allow_rewrite: bool = False,
+) -> Engine:
+    """The engine the flags, environment and contracts.yml choose. A read-only command (status, drift)
+    never creates a warehouse: a folder that does not exist is a mistake (a mistyped --warehouse)."""
+    from delta_contracts.contract.errors import first_line
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import choose, open_engine
+
+    project = contracts.project
+    try:
+        choice = choose(
+            name=engine,
+            url=url,
+            warehouse=warehouse,
+            project=project.project.engine,
+            project_root=project.root,
+        )
+        print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    if read_only and choice.name == "local" and not choice.warehouse.is_dir():
+        print(
+            f"error: no warehouse at {choice.warehouse}: check --warehouse (or contracts.yml "
+            "engine.warehouse); this command only reads, `create` and `apply` make tables",
+            file=sys.stderr,
+        )
+        raise typer.Exit(EXIT_INPUT)
+    try:
+        return open_engine(choice, allow_rewrite=allow_rewrite)
+    except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
+        reason = first_line(err)
+        print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
+        if choice.name == "spark":
+            from delta_contracts.engine.spark import delta_jars_available
+
+            available, why = delta_jars_available()
+            if not available:
+                print(f"hint: {why}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def _physical(contracts: ContractSet, contract: Contract) -> tuple[tuple[str, ...], str | None]:
+    """Where the contract's data lives: the last planned migration says, else the contract itself.
+
+    The second value is why the migrations could not be read (a tampered or unreadable folder), if so."""
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.plan.planner import initial_state
+
+    folder = table_folder(contracts.project.root / contracts.project.project.migrations, contract.id)
+    try:
+        verify(folder)
+        history = load_history(folder)
+    except IntegrityError as err:
+        return initial_state(contract).physical, str(err)
+    return (history[-1].state.physical if history else initial_state(contract).physical), None
+
+
+def create_command(
+    paths: PathsArgument = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Create each contract's Delta table, or verify an existing one. Exit 1 when it differs."""
+    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.create import ContractMismatchError, PendingMigrationError, create_table
+    from delta_contracts.engine.base import EngineError
+
+    contracts = load_valid_contracts(paths)
+    target = contracts.project.project.target
+    results: list[dict[str, object]] = []
+    failed = False
+    with _open(contracts, engine, url, warehouse) as live:
+        for item in contracts.contracts:
+            entry: dict[str, object] = {"contract": item.contract.id, "version": item.contract.version}
+            try:
+                result = create_table(live, item.contract, target=target)
+            except ContractMismatchError as err:
+                entry.update(status="differs", differences=[d.to_json() for d in err.differences])
+                failed = True
+            except PendingMigrationError as err:
+                entry.update(status="pending", error=str(err))
+                failed = True
+            except EngineError as err:
+                entry.update(status="failed", error=str(err))
+                failed = True
+            else:
+                entry.update(
+                    table=result.table,
+                    status="created" if result.created else "verified",
+                    ops=[{"op": o.op_kind, "path": o.path, "version": o.version} for o in result.outcomes],
+                )
+            results.append(entry)
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"tables": results}, indent=2))
+    else:
+        for entry in results:
+            print(
+                f"{entry['contract']} {entry['version']}: {entry['status']} {entry.get('table', '')}".rstrip()
+            )
+            for diff in entry.get("differences", []) or []:  # type: ignore[attr-defined]
+                print(f"  - {diff['message']}")
+            if entry.get("error"):
+                print(f"  error: {entry['error']}")
+    raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def drift_command(
+    paths: PathsArgument = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
+    from delta_contracts.apply.ledger import Ledger, claimed
+    from delta_contracts.apply.status import live_physical
+    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.drift import DriftItem, alias_drift, commit_drift, table_drift
+
+    contracts = load_valid_contracts(paths)
+    report: list[dict[str, object]] = []
+    drifted = False
+    with _open(contracts, engine, url, warehouse, read_only=True) as live:
+        entries = Ledger(live.state_dir).entries()
+        for item in contracts.contracts:
+            planned, unreadable = _physical(contracts, item.contract)
+            views = live.views()
+            physical = live_physical(
+                item.contract.table_parts, planned, views, lambda t: live.describe(t) is not None
+            )
+            table = live.describe(physical)
+            items = table_drift(item.contract, table, physical)
+            if unreadable is not None:
+                items.insert(0, DriftItem("migrations", "", None, None, unreadable))
+            items += alias_drift(item.contract, physical, views)
+            if table is not None:
+                name = ".".join(physical)
+
+                def is_toolkit(version: int, name: str = name) -> bool:
+                    return claimed(entries, name, version)
+
+                items += commit_drift(live.history(physical), is_toolkit)
+            drifted |= any(i.is_drift for i in items)
+            report.append(
+                {
+                    "contract": item.contract.id,
+                    "table": ".".join(physical),
+                    "drift": [i.to_json() for i in items],
+                }
+            )
+    _print_drift(report, fmt)
+    raise typer.Exit(EXIT_FINDINGS if drifted else EXIT_OK)
+
+
+def _print_drift(report: list[dict[str, object]], fmt: OutputFormat) -> None:
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"tables": report}, indent=2))
+        return
+    markdown = fmt is OutputFormat.MARKDOWN
+    if markdown:
+        print("| table | kind | detail |\n| --- | --- | --- |")
+    for entry in report:
+        items = entry["drift"]
+        assert isinstance(items, list)
+        real = [i for i in items if i["drift"]]
+        if markdown:
+            for i in items:
+                print(f"| `{entry['table']}` | {i['kind']} | {str(i['message']).replace('|', '/')} |")
+            continue
+        state = f"{len(real)} drift item(s)" if real else "no drift"
+        print(f"{entry['contract']} ({entry['table']}): {state}")
+        for i in items:
+            print(f"  {'✗' if i['drift'] else '·'} {i['kind']}: {i['message']}")
+
+
+def status_command(
+    paths: PathsArgument = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    fmt: FormatOption = OutputFormat.TEXT,
+) -> None:
+    """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
+    from delta_contracts.apply.ledger import Ledger
+    from delta_contracts.apply.status import live_physical, pending_migrations
+    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.drift import write_target
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.plan.ops import STAMP_VERSION
+
+    contracts = load_valid_contracts(paths)
+    root = contracts.project.root / contracts.project.project.migrations
+    rows: list[dict[str, object]] = []
+    with _open(contracts, engine, url, warehouse, read_only=True) as live:
+        entries = Ledger(live.state_dir).entries()
+        for item in contracts.contracts:
+            contract = item.contract
+            try:
+                verify(table_folder(root, contract.id))
+                history = load_history(table_folder(root, contract.id))
+            except IntegrityError as err:
+                rows.append({"contract": contract.id, "version": contract.version, "error": str(err)})
+                continue
+            planned = history[-1].state.physical if history else _physical(contracts, contract)[0]
+            table = live.describe(planned)
+            # The stamp is the live table's: behind the alias view, or of the contract's name (a migration to
+            # the planned table may be pending).
+            current = live_physical(
+                contract.table_parts, planned, live.views(), lambda t: live.describe(t) is not None
+            )
+            serving = table if current == planned else live.describe(current)
+            stamped = serving.properties.get(STAMP_VERSION) if serving else None
+            pending = [p.to_json() for p in pending_migrations(history, entries, contract.id)]
+            physical = planned
+            rows.append(
+                {
+                    "contract": contract.id,
+                    "version": contract.version,
+                    "table": ".".join(physical),
+                    "exists": table is not None,
+                    "stamped": stamped,
+                    "read": contract.id,
+                    "write": write_target(contract, physical, table is not None, live.views()),
+                    "pending": pending,
+                }
+            )
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"tables": rows}, indent=2))
+    else:
+        for row in rows:
+            if "error" in row:
+                print(f"{row['contract']}: {row['error']}")
+                continue
+            pend = row["pending"]
+            assert isinstance(pend, list)
+            shown = ", ".join(f"{p['migration']} [{'/'.join(p['phases'])}]" for p in pend) or "none"
+            print(
+                f"{row['contract']} contract {row['version']}, table {row['table']} "
+                f"stamped {row['stamped'] or '(not created)'}; {_objects(row)}; pending: {shown}"
+            )
+    raise typer.Exit(EXIT_OK)
+
+
+def _objects(row: dict[str, object]) -> str:
+    """Which object readers query and which one producers write to (a view cannot be written)."""
+    read, write = row["read"], row["write"]
+    if write is None:
+        return f"read {read}, write: no table yet"
+    if str(write).casefold() == str(read).casefold():
+        return f"read and write {read}"
+    return f"read {read} (view), write {write}"

@@ -1,0 +1,306 @@
+"""`delta-contracts telemetry collect|extract|report`: who still reads deprecated tables and columns."""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, default_paths
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.model import Contract
+    from delta_contracts.engine.base import Engine
+    from delta_contracts.engine.select import EngineChoice
+    from delta_contracts.telemetry.sources import SourceSpec
+
+telemetry_app = typer.Typer(
+    help="Deprecation telemetry: collect who reads deprecated objects from query history; report; extract.",
+    no_args_is_help=True,
+)
+
+
+class ReportFormat(StrEnum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+    HTML = "html"
+
+
+class ExtractFormat(StrEnum):
+    JSONL = "jsonl"
+
+
+SourceOption = Annotated[
+    list[str],
+    typer.Option(
+        "--source",
+        help="KIND:LOCATION, KIND one of query-history, table-lineage, column-lineage, eventlog, statements; "
+        "LOCATION a table name, or a Parquet/JSON-lines/CSV file or folder, or an event log folder.",
+    ),
+]
+ContractsOption = Annotated[
+    list[Path] | None, typer.Option("--contracts", help="Contract files or folders (default: contracts/).")
+]
+ObjectsOption = Annotated[
+    list[str] | None,
+    typer.Option("--object", help="Also watch this object (schema.table or schema.table.column)."),
+]
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="local (embedded Sail + delta-rs; starts delta-spark only for DROP COLUMNS, enabling column "
+        "mapping and ALTER COLUMN ops Sail and delta-rs cannot do in place), spark or connect. "
+        "Default: local.",
+    ),
+]
+UrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
+WarehouseOption = Annotated[
+    Path | None,
+    typer.Option("--warehouse", help="Warehouse folder; the readers log is in its _delta_contracts."),
+]
+TextColumn = Annotated[
+    str | None, typer.Option("--text-column", help="statements: the statement text column.")
+]
+UserColumn = Annotated[str | None, typer.Option("--user-column", help="statements: the user column.")]
+TimeColumn = Annotated[str | None, typer.Option("--time-column", help="statements: the start time column.")]
+IdColumn = Annotated[str | None, typer.Option("--id-column", help="statements: the statement id column.")]
+ClientColumn = Annotated[str | None, typer.Option("--client-column", help="statements: the client column.")]
+
+
+@telemetry_app.command("collect")
+def collect_command(
+    source: SourceOption,
+    contracts: ContractsOption = None,
+    objects: ObjectsOption = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    overlap_hours: Annotated[
+        float, typer.Option("--overlap-hours", help="Re-read this much before the watermark (late rows).")
+    ] = 24.0,
+    text_column: TextColumn = None,
+    user_column: UserColumn = None,
+    time_column: TimeColumn = None,
+    id_column: IdColumn = None,
+    client_column: ClientColumn = None,
+) -> None:
+    """Append the reads of deprecated objects to the readers log, incrementally (safe to run daily)."""
+    from rich.progress import Progress
+
+    from delta_contracts.telemetry.pipeline import collect
+    from delta_contracts.telemetry.sources import SourceError, read_source
+
+    specs = _specs(source, text_column, user_column, time_column, id_column, client_column)
+    loaded = _contracts(contracts)
+    choice = _choice(loaded, engine, url, warehouse)
+    state_dir = choice.warehouse / "_delta_contracts"
+    with _engine(choice) as live:
+        watched = _watched(live, loaded, objects)
+        if not watched.objects:
+            print(
+                "no deprecated objects in the contracts or the live tables: nothing to watch", file=sys.stderr
+            )
+        for spec in specs:
+            with Progress(transient=True, disable=not sys.stderr.isatty()) as bar:
+                task = bar.add_task(spec.name, total=None)
+
+                def progress(
+                    stage: str, done: int, total: int, task: Any = task, bar: Any = bar, name: str = spec.name
+                ) -> None:
+                    bar.update(task, description=f"{name}: {stage}", completed=done, total=total or None)
+
+                try:
+                    frame = read_source(_spark(live), spec)
+                    result = collect(
+                        _spark(live),
+                        frame,
+                        spec.name,
+                        watched,
+                        state_dir,
+                        overlap=timedelta(hours=overlap_hours),
+                        progress=progress,
+                    )
+                except SourceError as err:
+                    print(f"error: {err}", file=sys.stderr)
+                    raise typer.Exit(EXIT_INPUT) from None
+            mark = f"{result.watermark:%Y-%m-%d %H:%M:%S} UTC" if result.watermark else "none"
+            print(
+                f"{spec.name}: {result.statements} statement(s), {result.unparsed} unparsed, "
+                f"{result.appended} reader row(s) added; watermark {mark}"
+            )
+    raise typer.Exit(EXIT_OK)
+
+
+@telemetry_app.command("extract")
+def extract_command(
+    source: SourceOption,
+    fmt: Annotated[ExtractFormat, typer.Option("--format", "-f", help="jsonl.")] = ExtractFormat.JSONL,
+    contracts: ContractsOption = None,
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+    text_column: TextColumn = None,
+    user_column: UserColumn = None,
+    time_column: TimeColumn = None,
+    id_column: IdColumn = None,
+    client_column: ClientColumn = None,
+) -> None:
+    """One JSON line per statement: statement_id, tables_read, tables_written, columns_read, error."""
+    from delta_contracts.telemetry.pipeline import extracted_statements
+    from delta_contracts.telemetry.sources import SourceError, read_source
+
+    specs = _specs(source, text_column, user_column, time_column, id_column, client_column)
+    loaded = _contracts(contracts)
+    choice = _choice(loaded, engine, url, warehouse)
+    with _engine(choice) as live:
+        watched = _watched(live, loaded, None)
+        for spec in specs:
+            try:
+                rows = extracted_statements(read_source(_spark(live), spec), watched)
+                for row in rows.toLocalIterator():
+                    line = {
+                        "statement_id": row["statement_id"],
+                        "tables_read": list(row["tables_read"] or []),
+                        "tables_written": list(row["tables_written"] or []),
+                        "columns_read": list(row["columns_read"] or []),
+                        "error": row["error"],
+                    }
+                    print(json.dumps(line, ensure_ascii=False))
+            except SourceError as err:
+                print(f"error: {err}", file=sys.stderr)
+                raise typer.Exit(EXIT_INPUT) from None
+    raise typer.Exit(EXIT_OK)
+
+
+@telemetry_app.command("report")
+def report_command(
+    since: Annotated[
+        str | None,
+        typer.Option("--since", help="Only reads since this date (YYYY-MM-DD) or N days (e.g. 30d)."),
+    ] = None,
+    objects: Annotated[
+        list[str] | None,
+        typer.Option("--objects", help="Only these objects (default: every deprecated one)."),
+    ] = None,
+    fmt: Annotated[ReportFormat, typer.Option("--format", "-f", help="text, json, markdown or html.")] = (
+        ReportFormat.TEXT
+    ),
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+    contracts: ContractsOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Readers per deprecated object from the readers log; readers not among the contract's consumers."""
+    from delta_contracts.telemetry.log import read_rows
+    from delta_contracts.telemetry.objects import watched
+    from delta_contracts.telemetry.report import build_report, render_json, render_markdown, render_text
+    from delta_contracts.telemetry.report_html import render_html
+
+    loaded = _contracts(contracts)
+    where = _choice(loaded, None, None, warehouse).warehouse
+    known = watched(loaded)
+    rows = read_rows(where / "_delta_contracts")
+    logged = sorted({str(r["object"]) for r in rows} - set(known.objects))
+    wanted = list(objects) if objects else [*known.objects, *logged]
+    reports = build_report(rows, wanted, known.consumers, _since(since))
+    renderers = {
+        ReportFormat.TEXT: render_text,
+        ReportFormat.JSON: render_json,
+        ReportFormat.MARKDOWN: render_markdown,
+        ReportFormat.HTML: render_html,
+    }
+    text = renderers[fmt](reports)
+    if output is not None:
+        output.write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {output}", file=sys.stderr)
+    else:
+        print(text)
+    raise typer.Exit(EXIT_OK)
+
+
+def _specs(sources: list[str], *columns: str | None) -> list[SourceSpec]:
+    from delta_contracts.telemetry.sources import ROLES, SourceError, parse_source
+
+    named = dict(zip(ROLES, columns, strict=True))
+    try:
+        return [parse_source(s, {k: v for k, v in named.items() if v}) for s in sources]
+    except SourceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def _contracts(paths: list[Path] | None) -> list[Contract]:
+    """The contracts, when there are any: telemetry also runs on explicitly named objects alone."""
+    from delta_contracts.cli.common import load_valid_contracts
+
+    if not paths and not default_paths(None)[0].exists():
+        return []
+    return [loaded.contract for loaded in load_valid_contracts(paths).contracts]
+
+
+def _choice(
+    contracts: list[Contract], engine: str | None, url: str | None, warehouse: Path | None
+) -> EngineChoice:
+    from delta_contracts.contract.load import project_for
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import choose
+
+    root = Path("contracts") if Path("contracts").exists() else Path(".")
+    project = project_for(root)
+    try:
+        return choose(
+            name=engine,
+            url=url,
+            warehouse=warehouse,
+            project=project.project.engine,
+            project_root=project.root,
+        )
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def _engine(choice: EngineChoice) -> Engine:
+    from delta_contracts.engine.select import open_engine
+
+    print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
+    try:
+        return open_engine(choice)
+    except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def _watched(engine: Engine, contracts: list[Contract], objects: list[str] | None) -> Any:
+    from delta_contracts.telemetry.objects import watched_on
+
+    return watched_on(engine, contracts, objects or ())
+
+
+def _spark(engine: Engine) -> Any:
+    spark = getattr(engine, "spark", None)
+    if spark is None:
+        print(f"error: the {engine.name} engine has no Spark session to read sources with", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    return spark
+
+
+def _since(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        if text.endswith("d") and text[:-1].isdigit():
+            return datetime.now(UTC) - timedelta(days=int(text[:-1]))
+        return datetime.fromisoformat(text).replace(tzinfo=UTC)
+    except ValueError:
+        print(f"error: --since {text!r}: use YYYY-MM-DD or a number of days like 30d", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None

@@ -1,0 +1,267 @@
+"""The contract format reference (docs/contract-format.md), generated from the pydantic models.
+
+The field list — names, types, defaults — comes from the models themselves, so it cannot fall behind them;
+what each field means lives in `FIELD_DOCS` (or in the model's own `Field(description=…)`), and
+`undocumented_fields()` names every model field described in neither (a test keeps it empty).
+`delta_contracts.cli.docs` writes these tables into docs/.
+"""
+
+from __future__ import annotations
+
+import enum
+import types
+import typing
+from collections.abc import Iterator
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+
+from delta_contracts.contract.model import Contract
+from delta_contracts.contract.project import Project
+
+# What each field means. Keys are field paths: `columns[].checks.min` is `min` under a column's `checks`.
+FIELD_DOCS: dict[str, str] = {
+    # --- a contract file ---
+    "apiVersion": "Format of the file; always `delta-contracts/v1`.",
+    "id": "The logical table: `schema.table` or `catalog.schema.table`. For versioned tables it is the "
+    "name of the alias view readers query.",
+    "version": "Semantic version of the contract. `diff` checks that the bump is at least what the "
+    "changes require.",
+    "owner": "The team answerable for the table.",
+    "owner.team": "Team name.",
+    "owner.email": "Where to reach the team.",
+    "description": "What one row of the table is; becomes the table comment.",
+    "consumers": "Known readers of the table (documentation; telemetry finds the real ones).",
+    "consumers[].name": "Consumer name (a job, a dashboard, a team).",
+    "consumers[].contact": "How to reach the consumer.",
+    "consumers[].description": "What the consumer uses the table for.",
+    "tags": "Free-form labels of the table.",
+    "table": "Physical layout of the Delta table.",
+    "table.partitioned_by": "Partition columns, in order. Changing them needs a new versioned table "
+    "(a major change).",
+    "table.clustered_by": "Liquid clustering columns (`CLUSTER BY`).",
+    "table.properties": "Delta `TBLPROPERTIES` the table must carry (values are strings; YAML numbers and "
+    "booleans are converted). Keys starting with `delta_contracts.` are reserved for the stamp.",
+    "table.versioning": "`in_place`: changes are applied to the table itself. `versioned`: each major "
+    "version is a table `<name>__v<major>` behind a view named after the contract id.",
+    "table.comment": "Free text about the physical table (not applied; the table comment is the "
+    "contract `description`).",
+    "columns": "The columns, in table order (at least one).",
+    "columns[].name": "Column name, as Delta stores it (matched case-insensitively, as Delta does).",
+    "columns[].type": "Spark SQL type: `string`, `int`, `bigint`, `double`, `decimal(12,2)`, `date`, "
+    "`timestamp`, `timestamp_ntz`, `boolean`, `binary`, `array<…>`, `map<…,…>`, `struct<…>`.",
+    "columns[].nullable": "`false` makes the column NOT NULL.",
+    "columns[].description": "Becomes the column comment.",
+    "columns[].checks": "Rules enforced as Delta CHECK constraints named `<column>_<rule>`; NULL-safe on "
+    "nullable columns.",
+    "columns[].checks.min": "Smallest allowed value, of the column's type: a number, a date "
+    "(`2024-01-31`) or a timestamp (`2024-01-31 10:00:00`); numeric, date and timestamp columns only.",
+    "columns[].checks.max": "Largest allowed value, of the column's type (as `min`).",
+    "columns[].checks.enum": "The allowed values, of the column's type (strings, numbers or booleans).",
+    "columns[].checks.regex": "A regular expression values must match (`RLIKE`, strings).",
+    "columns[].default": "Column default (Delta `DEFAULT`; enables the `allowColumnDefaults` table feature).",
+    "columns[].renamed_from": "The column's previous name: the only way a rename is told apart from a "
+    "drop and an add.",
+    "columns[].deprecated": "Marks the column as on its way out; a later release may remove it once the "
+    "deprecation window has passed and nobody reads it.",
+    "columns[].deprecated.since": "Contract version that deprecated the column.",
+    "columns[].deprecated.replaced_by": "The column readers should use instead.",
+    "columns[].deprecated.reason": "Why the column goes away.",
+    "columns[].tags": "Free-form labels of the column.",
+    "columns[].pii": "The column holds personal data.",
+    "constraints": "Table-level CHECK constraints over several columns.",
+    "constraints[].name": "Constraint name in Delta.",
+    "constraints[].expression": "A Spark SQL boolean expression every row must satisfy.",
+    "quality": "Data expectations checked by `validate`, not by DDL.",
+    "quality.freshness": "The newest row must be recent.",
+    "quality.freshness.column": "Timestamp column that says when a row arrived.",
+    "quality.freshness.max_age": "Largest allowed age of the newest row (ISO-8601 duration).",
+    "quality.volume": "Row count bounds.",
+    "quality.volume.min_rows": "Fewest rows the table may hold.",
+    "quality.volume.max_rows": "Most rows the table may hold.",
+    "quality.completeness": "Share of non-NULL values per column.",
+    "quality.completeness[].column": "The column.",
+    "quality.completeness[].min_ratio": "Smallest share of non-NULL values (0 to 1).",
+    "quality.unique": "Column sets whose values must be unique (each a list of column names).",
+    "evolution": "How the contract may change.",
+    "evolution.policy": "`backwards_compatible` refuses a major change unless the major version is "
+    "bumped; `any` only classifies.",
+    "evolution.deprecation_window": "Least time between marking a column or table deprecated and "
+    "dropping it (ISO-8601 duration).",
+    "evolution.reader_lookback": "How far back telemetry must show zero readers before a drop "
+    "(ISO-8601 duration).",
+    "evolution.reclassify": "Change code → `patch|minor|major`, overriding the default class of that "
+    "change for this contract.",
+    "evolution.allow": "Change codes the policy always allows.",
+    "evolution.deny": "Change codes the policy always refuses.",
+    "lifecycle": "Where the table is in its life.",
+    "lifecycle.status": "`draft`, `active`, `deprecated` or `retired` (retiring is a major change).",
+    "lifecycle.successor": "The table that replaces this one.",
+    # --- contracts.yml ---
+    "project.defaults": "Values every contract below this file gets unless it sets them itself.",
+    "project.defaults.owner": "Default `owner` (same fields as a contract's).",
+    "project.defaults.evolution": "Default `evolution` (same fields; merged key by key with the contract's).",
+    "project.defaults.tags": "Default `tags`.",
+    "project.defaults.table": "Default `table` settings (merged key by key).",
+    "project.column_rules": "Column defaults by name pattern, applied in order; a column's own values win.",
+    "project.column_rules[].match": "Regex searched in the column name (anchor it with `^…$` for whole "
+    "names).",
+    "project.column_rules[].nullable": "`nullable` for matching columns.",
+    "project.column_rules[].description": "`description` for matching columns.",
+    "project.column_rules[].checks": "`checks` for matching columns (same fields as a column's).",
+    "project.column_rules[].default": "`default` for matching columns.",
+    "project.column_rules[].tags": "`tags` for matching columns.",
+    "project.column_rules[].pii": "`pii` for matching columns.",
+    "project.target": "What `plan` may emit: `delta-3` (Delta 3.x OSS), `delta-4` (Delta 4.x OSS) or "
+    "`databricks`.",
+    "project.migrations": "Migrations folder, relative to `contracts.yml`.",
+    "project.engine": "Engine for the commands that touch tables (flags and environment win).",
+    "project.engine.name": "`local` (embedded Sail), `spark` or `connect`.",
+    "project.engine.url": "`sc://host:port` for `connect`.",
+    "project.engine.warehouse": "Warehouse folder of the `local` engine, relative to `contracts.yml`.",
+}
+
+_NAMED_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _type_text(annotation: Any) -> str:
+    """A reader's name for a field's type: `list of string`, `in_place | versioned`, …"""
+    if annotation is None or annotation is type(None):
+        return "null"
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _type_text(args[0])
+    if origin is typing.Literal:
+        return " | ".join(f"`{a}`" for a in args)
+    if origin in (typing.Union, types.UnionType):
+        shown = [_type_text(a) for a in args if a is not type(None)]
+        return " or ".join(dict.fromkeys(shown))
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return f"list of {_type_text(args[0])}"
+        return "list"
+    if origin is dict:
+        return f"map of {_type_text(args[0])} to {_type_text(args[1])}"
+    if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
+        return " | ".join(f"`{m.value}`" for m in annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return "mapping"
+    if annotation is Any:
+        return "any value"
+    return _NAMED_TYPES.get(annotation, getattr(annotation, "__name__", str(annotation)))
+
+
+def _default_text(info: FieldInfo) -> str:
+    if info.is_required():
+        return "**required**"
+    if info.default_factory is not None:
+        value: Any = info.default_factory()  # type: ignore[call-arg]
+    elif info.default is PydanticUndefined:
+        return "—"
+    else:
+        value = info.default
+    if value is None:
+        return "—"
+    if isinstance(value, BaseModel):
+        return "(see below)" if value.model_dump(exclude_defaults=True) == {} else str(value)
+    if isinstance(value, enum.Enum):
+        return f"`{value.value}`"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if value in ((), {}):
+        return "empty"
+    return f"`{value}`"
+
+
+def _models_in(annotation: Any) -> list[tuple[type[BaseModel], bool]]:
+    """Models nested in an annotation, each with whether it sits in a list (`[]` in the path)."""
+    found: list[tuple[type[BaseModel], bool]] = []
+    origin = typing.get_origin(annotation)
+    args = typing.get_args(annotation)
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [(annotation, False)]
+    if origin is tuple:
+        return [(m, True) for arg in args if arg is not Ellipsis for m, _ in _models_in(arg)]
+    for arg in args:
+        found.extend(_models_in(arg))
+    return found
+
+
+def field_rows(
+    model: type[BaseModel], prefix: str = "", known: frozenset[type[BaseModel]] = frozenset()
+) -> Iterator[tuple[str, str, str, str]]:
+    """(path, type, default, the model's description) for every field of `model` and the models nested in
+    it, depth first.
+
+    Models in `known` are documented elsewhere (a contract's `owner` in `contracts.yml` defaults) and are
+    not expanded again.
+    """
+    for name, info in model.model_fields.items():
+        path = f"{prefix}{info.alias or name}"
+        yield path, _type_text(info.annotation), _default_text(info), info.description or ""
+        for nested, in_list in _models_in(info.annotation):
+            if nested not in known:
+                yield from field_rows(nested, f"{path}{'[]' if in_list else ''}.", known)
+
+
+def _contract_models() -> frozenset[type[BaseModel]]:
+    found: set[type[BaseModel]] = set()
+    stack: list[type[BaseModel]] = [Contract]
+    while stack:
+        model = stack.pop()
+        for info in model.model_fields.values():
+            for nested, _ in _models_in(info.annotation):
+                if nested not in found:
+                    found.add(nested)
+                    stack.append(nested)
+    return frozenset(found)
+
+
+def _project_rows() -> Iterator[tuple[str, str, str, str]]:
+    return field_rows(Project, "project.", _contract_models())
+
+
+def all_field_paths() -> list[str]:
+    contract = [path for path, _, _, _ in field_rows(Contract)]
+    project = [path for path, _, _, _ in _project_rows()]
+    return contract + project
+
+
+def _meaning(path: str, described: str) -> str:
+    """What the field means: FIELD_DOCS, else the model's own description."""
+    return FIELD_DOCS.get(path) or described
+
+
+def undocumented_fields() -> list[str]:
+    rows = [*field_rows(Contract), *_project_rows()]
+    return [path for path, _, _, described in rows if not _meaning(path, described)]
+
+
+def stale_docs() -> list[str]:
+    """Entries of FIELD_DOCS for fields the models no longer have."""
+    known = set(all_field_paths())
+    return [path for path in FIELD_DOCS if path not in known]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _table(rows: Iterator[tuple[str, str, str, str]], strip: str = "") -> str:
+    lines = ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for path, type_text, default, described in rows:
+        shown = path.removeprefix(strip)
+        meaning = _meaning(path, described)
+        lines.append(f"| `{shown}` | {_cell(type_text)} | {_cell(default)} | {_cell(meaning)} |")
+    return "\n".join(lines)
+
+
+def contract_fields_table() -> str:
+    return _table(field_rows(Contract))
+
+
+def project_fields_table() -> str:
+    return _table(_project_rows(), strip="project.")

@@ -1,0 +1,120 @@
+"""The local engine's way to the ops Sail and delta-rs cannot do on a table itself: delta-spark, in place.
+
+A classic local SparkSession with Delta Lake is started lazily, the first time such an op comes, and runs the
+op's statement against the table's location (``ALTER TABLE delta.`/path` …``), so the table's Delta history
+continues (time travel, streaming readers, CDF). Whether it can start (Java, jars) is known before anything
+runs, so a migration that needs it is refused up front where it cannot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sqlglot import exp
+
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.ops import Op, SetProperties, SetTableComment
+from delta_contracts.plan.render import build
+
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+
+
+def path_table(location: Path) -> exp.Table:
+    """``delta.`/path```: Delta's name for a table by its location."""
+    return exp.Table(this=exp.to_identifier(str(location), quoted=True), db=exp.to_identifier("delta"))
+
+
+def statement_at(op: Op, location: Path) -> exp.Expr:
+    """The op's statement, addressed to the table's location instead of its catalog name."""
+    if isinstance(op, SetTableComment):
+        # COMMENT ON TABLE needs a catalog table; Delta keeps the 'comment' property as the table description.
+        comment = exp.Property(this=exp.Literal.string("comment"), value=exp.Literal.string(op.comment))
+        pairs = exp.Properties(expressions=[comment])
+        return exp.Alter(this=path_table(location), kind="TABLE", actions=[exp.AlterSet(expressions=[pairs])])
+    if isinstance(op, SetProperties):
+        op = replace(op, properties=tuple(_table_features_protocol(dict(op.properties)).items()))
+    statement = build(op)
+    if not isinstance(statement, exp.Alter):
+        raise TypeError(f"{op.kind} is not a metadata statement delta-spark runs on a path")
+    statement.set("this", path_table(location))
+    return statement
+
+
+TABLE_FEATURES_WRITER = 7
+_WRITER_VERSION = "delta.minWriterVersion"
+
+
+def _table_features_protocol(properties: dict[str, str]) -> dict[str, str]:
+    """A requested legacy writer version raised to table features (7).
+
+    Legacy writer versions imply every feature of their version: writer 5 (column mapping) also means Change
+    Data Feed and generated columns, which Sail 0.7.2 then refuses to commit to ("Unsupported table features
+    required: [ChangeDataFeed]") and delta-rs too. Writer 7 lists only the features actually in use.
+    """
+    wanted = properties.get(_WRITER_VERSION)
+    if wanted is not None and wanted.isdigit() and 2 < int(wanted) < TABLE_FEATURES_WRITER:
+        return {**properties, _WRITER_VERSION: str(TABLE_FEATURES_WRITER)}
+    return properties
+
+
+class DeltaSparkPath:
+    """A lazily started local delta-spark session, shared by every op of one engine that needs it."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.state_dir = state_dir
+        self._session: Any = None
+        self._owned = False
+        self._unavailable: str | None = None
+        self._checked = False
+
+    def unavailable_reason(self) -> str | None:
+        """Why delta-spark cannot start here (no Java, no jars), or None; checked once, without starting."""
+        if not self._checked:
+            from delta_contracts.engine.spark import delta_jars_available
+
+            available, why = delta_jars_available()
+            self._unavailable = None if available else why
+            self._checked = True
+        return self._unavailable
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def session(self) -> Any:
+        if self._session is None:
+            from pyspark.sql import SparkSession
+
+            from delta_contracts.engine.spark import local_delta_session
+
+            existing = SparkSession.getActiveSession()
+            # A JVM session is one per process: an existing classic one is reused (and left running).
+            self._owned = existing is None or type(existing).__module__.startswith("pyspark.sql.connect")
+            session = local_delta_session(
+                app_name="delta-contracts-local", warehouse=self.state_dir / "spark-warehouse"
+            )
+            if DELTA_EXTENSION not in str(session.conf.get("spark.sql.extensions", "")):
+                raise RuntimeError(
+                    "the Spark session already running in this process has no Delta Lake extension "
+                    f"({DELTA_EXTENSION}); stop it or start it with delta-spark"
+                )
+            self._session = session
+        return self._session
+
+    def run(self, op: Op, location: Path, tag: str | None) -> None:
+        session = self.session()
+        if tag:
+            session.conf.set(USER_METADATA_CONF, tag)
+        try:
+            session.sql(x.sql(statement_at(op, location))).collect()
+        finally:
+            if tag:
+                session.conf.unset(USER_METADATA_CONF)
+
+    def close(self) -> None:
+        if self._session is not None and self._owned:
+            self._session.stop()
+        self._session = None

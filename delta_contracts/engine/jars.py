@@ -1,0 +1,171 @@
+"""delta-spark's jars, resolved the way Delta users get them and cached for offline runs.
+
+Order: the folder named by DELTA_CONTRACTS_DELTA_JARS (air-gapped sites); else the cache folder of the
+target (`~/.cache/delta-contracts/jars/<target>`, or under DELTA_CONTRACTS_CACHE), filled once by Maven
+(`mvn dependency:copy-dependencies` over the pinned pom that ships with the package) when `mvn` is on the
+PATH; else Spark's own Ivy resolution of the same coordinates (`spark.jars.packages`).
+
+Why Maven first: the 4.4.1 wheel of delta-spark asks `configure_spark_with_delta_pip` for jars of version
+4.4.1, which Maven Central does not serve (checked 2026-11: 404; 4.4.0 is the newest jar), and Ivy also
+consults the spark-packages repository, which this machine cannot reach. The pinned pom names exactly
+what to fetch, and only Delta's own jars are copied: Spark already ships Scala, Jackson, Hadoop and Parquet.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+JARS_ENV = "DELTA_CONTRACTS_DELTA_JARS"
+CACHE_ENV = "DELTA_CONTRACTS_CACHE"
+# Groups whose jars delta-spark needs and Spark does not ship.
+DELTA_GROUPS = "io.delta,io.unitycatalog,org.roaringbitmap"
+
+
+@dataclass(frozen=True)
+class DeltaArtifacts:
+    """The Maven coordinates of one planning target's delta-spark."""
+
+    target: str
+    group: str
+    artifact: str
+    version: str
+    spark: str  # the PySpark version these jars are built for
+
+    @property
+    def coordinates(self) -> str:
+        return f"{self.group}:{self.artifact}:{self.version}"
+
+
+TARGETS = {
+    "delta-4": DeltaArtifacts("delta-4", "io.delta", "delta-spark_4.2_2.13", "4.4.0", "4.2.0"),
+    "delta-3": DeltaArtifacts("delta-3", "io.delta", "delta-spark_2.12", "3.3.2", "3.5.7"),
+}
+
+
+class JarsUnavailable(Exception):
+    """delta-spark's jars cannot be had here; the message says why and what to do."""
+
+
+def cache_folder(target: str = "delta-4") -> Path:
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "delta-contracts")
+    artifacts = TARGETS[target]
+    return root / "jars" / f"{target}-{artifacts.version}"
+
+
+def _jars_in(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.jar"))
+
+
+def _has_delta(jars: list[Path]) -> bool:
+    return any(p.name.startswith("delta-spark") for p in jars)
+
+
+def pom_text(artifacts: DeltaArtifacts) -> str:
+    return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>dev.delta-contracts</groupId>
+  <artifactId>delta-jars-{artifacts.target}</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency>
+      <groupId>{artifacts.group}</groupId>
+      <artifactId>{artifacts.artifact}</artifactId>
+      <version>{artifacts.version}</version>
+    </dependency>
+  </dependencies>
+</project>
+"""
+
+
+def resolve_with_maven(target: str = "delta-4") -> Path:
+    """Copy the target's Delta jars into its cache folder with Maven; the folder is reused afterwards."""
+    folder = cache_folder(target)
+    if _has_delta(_jars_in(folder)):
+        return folder
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise JarsUnavailable("Maven (mvn) is not on the PATH")
+    artifacts = TARGETS[target]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="delta-jars-") as work:
+        pom = Path(work) / "pom.xml"
+        pom.write_text(pom_text(artifacts), encoding="utf-8")
+        staging = Path(work) / "jars"
+        done = subprocess.run(
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-f",
+                str(pom),
+                "dependency:copy-dependencies",
+                f"-DoutputDirectory={staging}",
+                f"-DincludeGroupIds={DELTA_GROUPS}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0 or not _has_delta(_jars_in(staging)):
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            raise JarsUnavailable(
+                f"Maven could not fetch {artifacts.coordinates}: " + " | ".join(tail or ["no output"])
+            )
+        # A complete folder appears at once: a crash mid-copy leaves no half-filled cache.
+        tmp_final = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(tmp_final, ignore_errors=True)
+        shutil.copytree(staging, tmp_final)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp_final, folder)
+    return folder
+
+
+def delta_jars(target: str = "delta-4") -> list[Path] | None:
+    """Local jar files for the target, or None when Spark should resolve the coordinates itself (Ivy)."""
+    override = os.environ.get(JARS_ENV)
+    if override:
+        jars = _jars_in(Path(override))
+        if not _has_delta(jars):
+            raise JarsUnavailable(f"{JARS_ENV}={override} holds no delta-spark*.jar")
+        return jars
+    try:
+        return _jars_in(resolve_with_maven(target))
+    except JarsUnavailable:
+        if shutil.which("mvn") is not None:
+            raise
+        return None  # no Maven here: Spark's Ivy resolution of the same coordinates
+
+
+def availability(target: str = "delta-4") -> tuple[bool, str]:
+    """Whether a local delta-spark session can start here, and why not when it cannot."""
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return False, "no Java runtime (java) on this machine: delta-spark needs Java 17"
+    try:
+        delta_jars(target)
+    except JarsUnavailable as err:
+        return False, f"delta-spark's jars cannot be had: {err}; set {JARS_ENV} to a folder of them"
+    return True, ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m delta_contracts.engine.jars [TARGET…]`: fill the jar cache (the Makefile runs this)."""
+    targets = (argv if argv is not None else sys.argv[1:]) or ["delta-4"]
+    for target in targets:
+        try:
+            folder = resolve_with_maven(target)
+        except JarsUnavailable as err:
+            print(f"error: {target}: {err}", file=sys.stderr)
+            return 2
+        print(f"{target}: {TARGETS[target].coordinates} -> {folder} ({len(_jars_in(folder))} jars)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

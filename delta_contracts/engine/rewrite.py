@@ -1,0 +1,225 @@
+"""The local engine's last resort, only on explicit request (`allow_rewrite`): rebuild a table in its new
+shape and swap directories, keeping the old table's directory — its whole Delta history — as a named backup.
+
+The rebuilt table's history starts again at version 0: time travel to earlier versions goes through the
+backup. Every step is recorded in a journal before it happens, so a process killed at any point leaves
+either the old table or the new one at the table's location, and the next engine start (`recover`) finishes
+the bookkeeping: an interrupted rewrite is undone (the op reruns on the next apply), a finished one keeps
+its backup. Nothing is deleted but the half-built copy of an undone rewrite.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from functools import singledispatch
+from pathlib import Path
+
+from delta_contracts.engine.base import EngineError
+from delta_contracts.live import LiveTable
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.ops import (
+    AddColumn,
+    ColumnSpec,
+    DropCheck,
+    DropColumnDefault,
+    DropColumns,
+    DropNotNull,
+    Op,
+    SetColumnComment,
+    SetColumnDefault,
+    SetProperties,
+    SetTableComment,
+    WidenType,
+)
+
+INTERNAL_PROPERTIES = frozenset(
+    {"delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion"}
+)
+# The points a rewrite passes, in order; `on_step` is called after each (tests kill the process there).
+STEPS = ("journal", "staging-created", "staged", "retired", "swapped", "done")
+StepHook = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class TableShape:
+    """What a rewrite rebuilds: everything about a table but its data."""
+
+    columns: tuple[ColumnSpec, ...]
+    properties: dict[str, str]
+    checks: dict[str, str]
+    partition_columns: tuple[str, ...]
+    comment: str | None
+
+    @classmethod
+    def of(cls, live: LiveTable) -> TableShape:
+        return cls(
+            columns=tuple(ColumnSpec(c.name, c.type, c.nullable, c.comment, c.default) for c in live.columns),
+            properties={k: v for k, v in live.properties.items() if k not in INTERNAL_PROPERTIES},
+            checks=dict(live.checks),
+            partition_columns=live.partition_columns,
+            comment=live.comment,
+        )
+
+    def with_column(self, name: str, **changes: object) -> TableShape:
+        folded = name.casefold()
+        columns = tuple(replace(c, **changes) if c.name.casefold() == folded else c for c in self.columns)  # type: ignore[arg-type]
+        return replace(self, columns=columns)
+
+
+@singledispatch
+def reshape(op: Op, shape: TableShape) -> TableShape:
+    """The table's shape once `op` is done; only metadata ops have one."""
+    raise EngineError(f"{op.summary()}: there is no rewrite for this op")
+
+
+@reshape.register
+def _(op: AddColumn, shape: TableShape) -> TableShape:
+    return replace(shape, columns=(*shape.columns, replace(op.column, nullable=True, default=None)))
+
+
+@reshape.register
+def _(op: SetColumnDefault, shape: TableShape) -> TableShape:
+    return shape.with_column(op.column, default=op.default)
+
+
+@reshape.register
+def _(op: DropColumnDefault, shape: TableShape) -> TableShape:
+    return shape.with_column(op.column, default=None)
+
+
+@reshape.register
+def _(op: SetColumnComment, shape: TableShape) -> TableShape:
+    return shape.with_column(op.column, comment=op.comment)
+
+
+@reshape.register
+def _(op: SetTableComment, shape: TableShape) -> TableShape:
+    return replace(shape, comment=op.comment)
+
+
+@reshape.register
+def _(op: WidenType, shape: TableShape) -> TableShape:
+    return shape.with_column(op.column, type=op.to_type)
+
+
+@reshape.register
+def _(op: DropNotNull, shape: TableShape) -> TableShape:
+    return shape.with_column(op.column, nullable=True)
+
+
+@reshape.register
+def _(op: DropCheck, shape: TableShape) -> TableShape:
+    kept = {k: v for k, v in shape.checks.items() if k.casefold() != op.name.casefold()}
+    return replace(shape, checks=kept)
+
+
+@reshape.register
+def _(op: SetProperties, shape: TableShape) -> TableShape:
+    wanted = {k: v for k, v in op.properties if k not in INTERNAL_PROPERTIES}
+    return replace(shape, properties={**shape.properties, **wanted})
+
+
+@reshape.register
+def _(op: DropColumns, shape: TableShape) -> TableShape:
+    dropped = {c.casefold() for c in op.columns}
+    if dropped & {c.casefold() for c in shape.partition_columns}:
+        raise EngineError(f"{op.summary()}: partition columns cannot be dropped")
+    return replace(
+        shape,
+        columns=tuple(c for c in shape.columns if c.name.casefold() not in dropped),
+        checks={n: e for n, e in shape.checks.items() if not (x.referenced_columns(e) & dropped)},
+    )
+
+
+@dataclass(frozen=True)
+class Journal:
+    """One rewrite under way: where the table is, where its copy is built, where the old one goes."""
+
+    table: tuple[str, ...]
+    location: str
+    staging: str
+    backup: str
+    staged: bool = False  # the copy is complete: from here on the swap may happen
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(f".{path.name}.tmp")
+        with tmp.open("w", encoding="utf-8") as handle:
+            json.dump(asdict(self), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+
+    @classmethod
+    def load(cls, path: Path) -> Journal:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return cls(**{**data, "table": tuple(data["table"])})
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def journal_folder(state: Path) -> Path:
+    return state / "rewrite"
+
+
+def plan_rewrite(state: Path, table: tuple[str, ...], location: Path, version: int) -> tuple[Journal, Path]:
+    """Name the staging copy and the backup of a rewrite of `table` at `version`; nothing is written yet."""
+    token = uuid.uuid4().hex[:12]
+    name = ".".join(table)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    staging = journal_folder(state) / f"{name}.{token}"
+    backup = state / "backups" / f"{name}.v{version}.{stamp}.{token}"
+    journal = Journal(table, str(location), str(staging), str(backup))
+    return journal, journal_folder(state) / f"{name}.{token}.json"
+
+
+def swap(journal: Journal, journal_path: Path, step: StepHook) -> None:
+    """Move the table aside as its backup and the complete copy into its place; each move is one rename."""
+    staged = replace(journal, staged=True)
+    staged.save(journal_path)
+    step("staged")
+    backup = Path(journal.backup)
+    backup.parent.mkdir(parents=True, exist_ok=True)
+    os.rename(journal.location, backup)
+    _fsync_dir(backup.parent)
+    step("retired")
+    os.rename(journal.staging, journal.location)
+    _fsync_dir(Path(journal.location).parent)
+    step("swapped")
+    journal_path.unlink()
+    step("done")
+
+
+def recover(state: Path) -> list[str]:
+    """Settle rewrites a killed process left behind; say what was done. Runs before the catalog is built."""
+    folder = journal_folder(state)
+    if not folder.is_dir():
+        return []
+    notes = []
+    for path in sorted(folder.glob("*.json")):
+        journal = Journal.load(path)
+        location, staging, backup = Path(journal.location), Path(journal.staging), Path(journal.backup)
+        name = ".".join(journal.table)
+        if location.exists() and backup.exists():
+            notes.append(f"{name}: an interrupted rewrite had finished; the old table is kept at {backup}")
+        elif backup.exists():
+            os.rename(backup, location)  # killed between the two moves: put the old table back
+            notes.append(f"{name}: an interrupted rewrite was undone; the table is as it was")
+        else:
+            notes.append(f"{name}: an interrupted rewrite was undone before the swap; the table is untouched")
+        if staging.exists():
+            shutil.rmtree(staging)
+        path.unlink()
+    return notes

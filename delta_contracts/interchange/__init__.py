@@ -1,0 +1,1 @@
+"""Contracts in other formats: ODCS v3."""

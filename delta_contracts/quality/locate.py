@@ -1,0 +1,44 @@
+"""Where a contract's data lives: the table its last planned migration reaches, else the contract's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from delta_contracts.contract.model import Contract
+from delta_contracts.plan.migrations import StoredMigration, load_history, table_folder
+from delta_contracts.plan.planner import initial_state
+
+TableId = tuple[str, ...]
+
+
+def history_of(contract_id: str, migrations_root: Path | None) -> list[StoredMigration]:
+    """The table's committed migrations, oldest first ([] without a migrations folder for it)."""
+    if migrations_root is None:
+        return []
+    folder = table_folder(migrations_root, contract_id)
+    return load_history(folder) if folder.is_dir() else []
+
+
+def physical_table(contract: Contract, migrations_root: Path | None = None) -> TableId:
+    history = history_of(contract.id, migrations_root)
+    return history[-1].state.physical if history else initial_state(contract).physical
+
+
+def resolve_contract(contract: Contract | str | Path, contracts: Path | None = None) -> Contract:
+    """A contract given as a loaded model, a file path, or an id looked up under `contracts` (./contracts)."""
+    if isinstance(contract, Contract):
+        return contract
+    from delta_contracts.create import as_contract
+
+    path = Path(contract)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return as_contract(path)
+    from delta_contracts.contract.load import contract_files, load_contract
+
+    root = contracts if contracts is not None else Path("contracts")
+    wanted = str(contract).casefold()
+    for file in contract_files([root]) if root.exists() else []:
+        loaded = load_contract(file)
+        if loaded.contract.id.casefold() == wanted:
+            return as_contract(file)
+    raise LookupError(f"no contract with id {contract} under {root}")

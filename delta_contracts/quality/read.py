@@ -1,0 +1,260 @@
+"""`read`: consumer-side pinning. A version spec (`^2`, `~2.1`, `2.1.0`) resolves to the object serving it.
+
+Candidates, in order: the table or alias view named by the contract id (its live stamp, or the stamp of the
+versioned table the alias view reads); the versioned name `<table>__v<major>` (a deprecated versioned table,
+or the compatibility view left after its drop); and, during an in-place major's deprecation window, the old
+shape projected from the live table while its deprecated columns still exist. Nothing matches: fail fast
+with what changed. A served version that is deprecated warns, naming the successor and the window left.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from delta_contracts.contract.model import Contract, semver_tuple
+from delta_contracts.contract.types import canonical
+from delta_contracts.live import LiveTable
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE, STAMP_VERSION
+from delta_contracts.quality.locate import history_of
+from delta_contracts.quality.rules import duration
+
+if TYPE_CHECKING:
+    from delta_contracts.engine.base import Engine
+
+TableId = tuple[str, ...]
+_SPEC = re.compile(r"^\s*(\^|~|=)?\s*(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?\s*$")
+
+
+class PinNotServedError(LookupError):
+    """No live object serves the pinned version; the message says what changed since."""
+
+
+class DeprecatedVersionWarning(UserWarning):
+    """The pinned version is still served, but it is on its way out."""
+
+
+@dataclass(frozen=True, slots=True)
+class VersionSpec:
+    text: str
+    low: tuple[int, int, int]
+    high: tuple[int, int, int]  # exclusive
+
+    def allows(self, version: str) -> bool:
+        return self.low <= semver_tuple(version) < self.high
+
+
+def parse_spec(text: str) -> VersionSpec:
+    """`^2` / `^2.1.0` (same major), `~2.1` (same minor), `2.1.0` / `=2.1.0` (exact), `2` / `2.x` (= `^2`)."""
+    match = _SPEC.match(text)
+    if not match:
+        raise ValueError(f"'{text}' is not a version spec (use ^2, ~2.1 or 2.1.0)")
+    op, major_text, minor_text, patch_text = match.groups()
+    major = int(major_text)
+    minor = int(minor_text) if minor_text and minor_text.isdigit() else None
+    patch = int(patch_text) if patch_text and patch_text.isdigit() else None
+    low = (major, minor or 0, patch or 0)
+    if op == "~" and minor is not None:
+        return VersionSpec(text, low, (major, minor + 1, 0))
+    if op in (None, "=") and minor is not None and patch is not None:
+        return VersionSpec(text, low, (major, minor, patch + 1))
+    if major == 0 and minor is not None:  # ^0.y: minor versions may break
+        return VersionSpec(text, low, (0, minor + 1, 0))
+    return VersionSpec(text, low, (major + 1, 0, 0))
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    contract_id: str
+    version: str  # the contract version whose shape the reader gets
+    name: str  # the object read
+    kind: str  # in_place | alias_view | versioned_table | compatibility_view | deprecated_columns
+    columns: tuple[str, ...] = ()  # a projection of the object (deprecated_columns), else all of it
+    deprecated: bool = False
+    successor: str | None = None
+    window_left: timedelta | None = None
+
+    def query(self) -> exp.Select:
+        table = x.table(tuple(self.name.split(".")))
+        columns: list[exp.Expr] = [x.column(c) for c in self.columns] or [exp.Star()]
+        return exp.select(*columns).from_(table)
+
+
+def read(
+    spark_or_engine: Any,
+    contract_id: str,
+    version: str,
+    *,
+    migrations: Path | None = None,
+    now: datetime | None = None,
+) -> Any:
+    """A DataFrame of `contract_id` in the shape of the newest version matching `version`.
+
+    `migrations` is the migrations folder (default ./migrations), whose contract snapshots say what each
+    version looked like. Raises PinNotServedError when nothing serves the pin; warns with
+    DeprecatedVersionWarning when the served version is deprecated.
+    """
+    from delta_contracts.create import as_engine
+
+    engine = as_engine(spark_or_engine)
+    served = resolve(engine, contract_id, version, migrations=migrations, now=now)
+    if served.deprecated:
+        left = _window_text(served.window_left)
+        warnings.warn(
+            DeprecatedVersionWarning(
+                f"{served.contract_id} {served.version} (read from {served.name}, {served.kind}) is "
+                f"deprecated: move to {served.successor}; {left}"
+            ),
+            stacklevel=2,
+        )
+    return engine.spark.sql(x.sql(served.query()))  # type: ignore[attr-defined]
+
+
+def resolve(
+    engine: Engine,
+    contract_id: str,
+    version: str,
+    *,
+    migrations: Path | None = None,
+    now: datetime | None = None,
+) -> Served:
+    spec = parse_spec(version)
+    history = history_of(contract_id, migrations if migrations is not None else Path("migrations"))
+    if not history:
+        raise PinNotServedError(f"{contract_id}: no migrations found, so no version is known")
+    matching = [m.contract for m in history if spec.allows(m.contract.version)]
+    latest = history[-1].contract
+    if not matching:
+        known = ", ".join(m.contract.version for m in history)
+        raise PinNotServedError(f"{contract_id} has no version matching {spec.text} (versions: {known})")
+    wanted = max(matching, key=lambda c: semver_tuple(c.version))
+    successor = f"{latest.id} {latest.version}"
+    window = duration(latest.evolution.deprecation_window)
+    views = {tuple(p.casefold() for p in k): v for k, v in engine.views().items()}
+    now = now or datetime.now(UTC)
+    parts = latest.table_parts
+
+    current = _current(engine, parts, views)
+    if current is not None:
+        kind, stamp, live = current
+        if stamp is not None and spec.allows(stamp):
+            return Served(contract_id, stamp, ".".join(parts), kind)
+
+    versioned = (*parts[:-1], f"{parts[-1]}__v{semver_tuple(wanted.version)[0]}")
+    old = engine.describe(versioned)
+    if old is not None and (stamp := old.properties.get(STAMP_VERSION)) and spec.allows(stamp):
+        deprecated = old.properties.get(DEPRECATED_TABLE) == "true"
+        left = _window_left(old, DEPRECATED_TABLE, window, now) if deprecated else None
+        return Served(
+            contract_id, stamp, ".".join(versioned), "versioned_table", (), deprecated, successor, left
+        )
+    if _key(versioned) in views:
+        return Served(
+            contract_id, wanted.version, ".".join(versioned), "compatibility_view", (), True, successor
+        )
+
+    if current is not None and _has_shape(current[2], wanted):
+        live = current[2]
+        left = _window_left(live, DEPRECATED_COLUMNS, window, now)
+        columns = tuple(c.name for c in wanted.columns)
+        return Served(
+            contract_id, wanted.version, ".".join(parts), "deprecated_columns", columns, True, successor, left
+        )
+    since = [m.contract for m in history if semver_tuple(m.contract.version) >= semver_tuple(wanted.version)]
+    raise PinNotServedError(_not_served(contract_id, spec, since, current))
+
+
+def _key(table: TableId) -> TableId:
+    return tuple(p.casefold() for p in table)
+
+
+def _current(
+    engine: Engine, parts: TableId, views: dict[TableId, str]
+) -> tuple[str, str | None, LiveTable] | None:
+    """The object named by the contract id: (kind, stamped version, the table holding the data)."""
+    table = engine.describe(parts)
+    if table is not None:
+        return "in_place", table.properties.get(STAMP_VERSION), table
+    query = views.get(_key(parts))
+    if query is None:
+        return None
+    read_from = next(iter(x.parse(query).find_all(exp.Table)), None)
+    if read_from is None:
+        return None
+    names = [p.name for p in (read_from.args.get("catalog"), read_from.args.get("db"), read_from.this) if p]
+    target = tuple(names) if len(names) > 1 else (*parts[:-1], *names)
+    live = engine.describe(target)
+    if live is None:
+        return None
+    return "alias_view", live.properties.get(STAMP_VERSION), live
+
+
+def _has_shape(live: LiveTable, contract: Contract) -> bool:
+    """Every column of the pinned version is still there with its type (an in-place major's window)."""
+    for column in contract.columns:
+        stored = live.column(column.name)
+        if stored is None or canonical(stored.type) != canonical(column.type):
+            return False
+    return True
+
+
+def _not_served(
+    contract_id: str,
+    spec: VersionSpec,
+    steps: list[Contract],
+    current: tuple[str, str | None, LiveTable] | None,
+) -> str:
+    """What changed for a reader of `steps[0]`: the breaking changes of each migration since, in order."""
+    from delta_contracts.diff.compare import diff
+
+    wanted, latest = steps[0], steps[-1]
+    live = f"live version {current[1]}" if current and current[1] else "no live table"
+    lines = [
+        f"{contract_id} {spec.text} is not served any more ({live}): no table or compatibility view keeps "
+        f"the {wanted.version} shape. Breaking changes since:"
+    ]
+    for before, after in pairwise(steps):
+        lines += [
+            f"  - {after.version}: {change.message}"
+            for change in diff(before, after)
+            if change.change_class.value == "major"
+        ]
+    lines.append(f"  read version ^{semver_tuple(latest.version)[0]} instead")
+    return "\n".join(lines)
+
+
+def _window_left(live: LiveTable, mark: str, window: timedelta, now: datetime) -> timedelta | None:
+    """Deprecation window left: from the first commit that carried the mark (read from the Delta log)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    try:
+        history = DeltaTable(live.location.removeprefix("file:")).history()
+    except (DeltaError, OSError):
+        return None
+    marked = [
+        int(entry["timestamp"])
+        for entry in history
+        if mark in json.dumps(entry.get("operationParameters") or {}) and "timestamp" in entry
+    ]
+    if not marked:
+        return None
+    since = datetime.fromtimestamp(min(marked) / 1000, UTC)
+    return since + window - now
+
+
+def _window_text(left: timedelta | None) -> str:
+    if left is None:
+        return "no drop scheduled (kept until a migration removes it)"
+    if left <= timedelta(0):
+        return f"its deprecation window ended {-left} ago: it may be dropped at the next apply"
+    return f"{left} of its deprecation window left"

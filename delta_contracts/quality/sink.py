@@ -1,0 +1,55 @@
+"""How a DataFrame lands in a Delta table on each engine, with `userMetadata` on the commit.
+
+The DataFrame writer option `userMetadata` is honoured by delta-spark and by Sail (which ignores the session
+conf, DESIGN.md). On the local engine a table lives at `<warehouse>/<schema>/<table>` and Sail's catalog is
+rebuilt from there, so it is written by location; on Spark it is written by name into the session catalog.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from delta_contracts.plan import expressions as x
+
+if TYPE_CHECKING:
+    from delta_contracts.engine.base import Engine
+
+TableId = tuple[str, ...]
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def append(engine: Engine, frame: Any, table: TableId, user_metadata: str) -> None:
+    """Append `frame` to the Delta table (created on first append), the commit tagged with `user_metadata`."""
+    from delta_contracts.engine.local import LocalEngine
+
+    if isinstance(engine, LocalEngine):
+        # Sail 0.7.2 puts a table's CHECKs on the write's input as a filter that runs before the input's own
+        # filters, so a quarantined batch's good rows were refused for the bad rows already filtered out.
+        # Materialized first, the write sees exactly the rows to land.
+        frame = engine.spark.createDataFrame(frame.toArrow())
+    writer = frame.write.format("delta").mode("append").option("userMetadata", user_metadata)
+    if isinstance(engine, LocalEngine):
+        existed = engine.describe(table) is not None
+        writer.save(str(engine.location(table)))
+        if not existed:
+            engine.register(table)
+        return
+    if len(table) > 1:
+        from sqlglot import exp
+
+        schema = x.table(table[:-1])
+        engine.sql(x.sql(exp.Create(this=schema, kind="SCHEMA", exists=True)))
+    writer.saveAsTable(x.sql(x.table(table)))
+
+
+def run_tagged(engine: Engine, statement: str, user_metadata: str) -> None:
+    """Run one DML statement with the session conf naming the commit (honoured by delta-spark, not Sail)."""
+    spark = getattr(engine, "spark", None)
+    if spark is None:
+        engine.sql(statement)
+        return
+    spark.conf.set(USER_METADATA_CONF, user_metadata)
+    try:
+        engine.sql(statement)
+    finally:
+        spark.conf.unset(USER_METADATA_CONF)

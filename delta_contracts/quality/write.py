@@ -1,0 +1,112 @@
+"""`write`: enforce the contract on a batch, then append it (or MERGE it on the contract's unique key), the
+commit tagged in `userMetadata` with the contract id and version it was written under."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlglot import exp
+
+from delta_contracts.contract.model import Contract
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.planner import initial_state
+from delta_contracts.quality import sink
+from delta_contracts.quality.enforce import Mode, enforce
+from delta_contracts.quality.locate import resolve_contract
+
+if TYPE_CHECKING:
+    from delta_contracts.engine.base import Engine
+
+
+class ContractTableMissingError(LookupError):
+    """The contract's table does not exist yet: create it (`delta-contracts create`) before writing."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    table: str
+    version: int  # the Delta table version of the data commit
+    how: str  # append | merge
+    user_metadata: str
+
+
+def commit_tag(contract: Contract, how: str) -> str:
+    """What the data commit says about itself: which contract (id, version) it was written under."""
+    payload = {"delta_contracts.id": contract.id, "delta_contracts.version": contract.version, "op": how}
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def write(
+    df: Any,
+    contract_or_id: Contract | str | Path,
+    mode: Mode = "fail",
+    *,
+    engine: Engine | None = None,
+    merge: bool | None = None,
+    contracts: Path | None = None,
+) -> WriteResult:
+    """Enforce `contract_or_id` on `df` (see `enforce`), then append it to the contract's table.
+
+    `merge`: upsert on the contract's first unique key instead of appending; by default the write merges
+    exactly when the contract declares a unique key. A versioned contract writes its versioned table
+    (`<table>__v<major>`), never the alias view.
+    """
+    from delta_contracts.create import as_engine
+
+    model = resolve_contract(contract_or_id, contracts)
+    live_engine = engine or as_engine(df.sparkSession)
+    table = initial_state(model).physical
+    name = ".".join(table)
+    if live_engine.describe(table) is None:
+        raise ContractTableMissingError(
+            f"{name} does not exist: create it from contract {model.id} {model.version} first"
+        )
+    checked = enforce(df, model, mode, engine=live_engine)
+    good = checked.selectExpr(*(x.sql(x.column(c.name)) for c in model.columns))  # contract order, by name
+    keyed = model.quality.unique[0] if model.quality.unique else ()
+    use_merge = bool(keyed) if merge is None else merge
+    if use_merge and not keyed:
+        raise ValueError(f"contract {model.id} declares no unique key to merge on")
+    how = "merge" if use_merge else "append"
+    tag = commit_tag(model, how)
+    if use_merge:
+        _merge(live_engine, good, table, keyed, tag)
+    else:
+        sink.append(live_engine, good, table, tag)
+    history = live_engine.history(table)
+    return WriteResult(name, history[-1].version if history else 0, how, tag)
+
+
+def merge_statement(table: tuple[str, ...], source: str, key: tuple[str, ...]) -> exp.Expr:
+    """MERGE INTO table USING source ON key equality: matched rows updated, new rows inserted."""
+    template = x.parse(
+        "MERGE INTO t AS target USING s AS source ON TRUE "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    assert isinstance(template, exp.Merge)
+    on = exp.and_(
+        *(
+            exp.EQ(
+                this=exp.Column(this=x.ident(k), table=x.ident("target")),
+                expression=exp.Column(this=x.ident(k), table=x.ident("source")),
+            )
+            for k in key
+        )
+    )
+    template.set("this", exp.alias_(x.table(table), "target", table=True))
+    template.set("using", exp.alias_(x.table((source,)), "source", table=True))
+    template.set("on", on)
+    return template
+
+
+def _merge(engine: Engine, frame: Any, table: tuple[str, ...], key: tuple[str, ...], tag: str) -> None:
+    view = f"delta_contracts_batch_{uuid.uuid4().hex[:12]}"
+    frame.createOrReplaceTempView(view)
+    try:
+        sink.run_tagged(engine, x.sql(merge_statement(table, view, key)), tag)
+    finally:
+        engine.spark.catalog.dropTempView(view)  # type: ignore[attr-defined]

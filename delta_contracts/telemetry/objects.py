@@ -1,0 +1,121 @@
+"""What telemetry watches: the deprecated objects, who is known to read them, and what the SQL may name.
+
+Deprecated objects come from the contracts (columns marked `deprecated:`, the old names of renamed columns,
+the old physical tables of versioned contracts) and from the live tables' deprecation marks
+(`delta_contracts.deprecated.*` table properties the planner's `mark_deprecated` op sets).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from delta_contracts.sql.extract import Catalog
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.model import Contract
+    from delta_contracts.engine.base import Engine
+    from delta_contracts.live import LiveTable
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """The deprecated objects and, per object, the consumers the contract declares."""
+
+    objects: tuple[str, ...]
+    consumers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    catalog: Catalog = field(default_factory=Catalog)
+    locations: Mapping[str, str] = field(default_factory=dict)  # storage path -> table name (path reads)
+
+
+def deprecated_in_contract(contract: Contract) -> list[str]:
+    from delta_contracts.contract.model import Versioning, semver_tuple
+
+    table = contract.id.casefold()
+    found = []
+    for column in contract.columns:
+        if column.deprecated is not None:
+            found.append(f"{table}.{column.name.casefold()}")
+        if column.renamed_from:
+            found.append(f"{table}.{column.renamed_from.casefold()}")
+    if contract.table.versioning is Versioning.VERSIONED:
+        major = semver_tuple(contract.version)[0]
+        found.extend(f"{table}__v{old}" for old in range(1, major))
+    return found
+
+
+def deprecated_in_live(name: str, live: LiveTable) -> list[str]:
+    """The objects a live table's deprecation marks name (`name` is how the contracts call the table)."""
+    from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE
+
+    table = name.casefold()
+    found = []
+    if live.properties.get(DEPRECATED_TABLE, "").casefold() == "true":
+        found.append(table)
+    raw = live.properties.get(DEPRECATED_COLUMNS)
+    if raw:
+        try:
+            columns = json.loads(raw)
+        except json.JSONDecodeError:
+            columns = [c.strip() for c in raw.split(",")]
+        found.extend(f"{table}.{str(c).casefold()}" for c in columns if str(c).strip())
+    return found
+
+
+def watched(
+    contracts: Sequence[Contract],
+    live: Mapping[str, LiveTable] | None = None,
+    views: Mapping[str, str] | None = None,
+    extra: Iterable[str] = (),
+) -> Watched:
+    """Deprecated objects (contracts + live marks + `extra`), consumers, and the catalog for extraction."""
+    from delta_contracts.plan.building import versioned_name
+    from delta_contracts.plan.ops import table_name
+
+    objects: list[str] = [o.casefold() for o in extra]
+    consumers: dict[str, tuple[str, ...]] = {}
+    schemas: dict[str, tuple[str, ...]] = {}
+    for contract in contracts:
+        table = contract.id.casefold()
+        mine = deprecated_in_contract(contract)
+        objects.extend(mine)
+        names = tuple(c.name for c in contract.consumers)
+        for obj in [table, *mine]:
+            consumers[obj] = names
+        columns = tuple(c.name.casefold() for c in contract.columns)
+        deprecated_columns = tuple(o.rsplit(".", 1)[1] for o in mine if o.rsplit(".", 1)[0] == table)
+        # Queries may still name columns the contract has deprecated or renamed away.
+        known = tuple(dict.fromkeys(columns + deprecated_columns))
+        schemas[table] = known
+        schemas[table_name(versioned_name(contract)).casefold()] = known
+    for name, live_table in (live or {}).items():
+        found = deprecated_in_live(name, live_table)
+        objects.extend(found)
+        for obj in found:
+            consumers.setdefault(obj, consumers.get(name.casefold(), ()))
+        schemas.setdefault(name.casefold(), tuple(c.name.casefold() for c in live_table.columns))
+    catalog = Catalog({k.casefold(): v for k, v in (views or {}).items()}, schemas)
+    locations = {
+        t.location.removeprefix("file:").rstrip("/"): name.casefold() for name, t in (live or {}).items()
+    }
+    return Watched(tuple(dict.fromkeys(objects)), consumers, catalog, locations)
+
+
+def watched_on(engine: Engine, contracts: Sequence[Contract], extra: Iterable[str] = ()) -> Watched:
+    """`watched` with the live tables' deprecation marks, locations and the engine's views."""
+    from delta_contracts.contract.model import semver_tuple
+    from delta_contracts.plan.building import versioned_name
+    from delta_contracts.plan.ops import table_name
+
+    live: dict[str, LiveTable] = {}
+    for contract in contracts:
+        names = [contract.table_parts]
+        names += [versioned_name(contract, m) for m in range(1, semver_tuple(contract.version)[0] + 1)]
+        for parts in names:
+            table = engine.describe(parts)
+            if table is not None:
+                live[table_name(parts)] = table
+    views = {table_name(view): text for view, text in engine.views().items()}
+    return watched(contracts, live, views, extra)

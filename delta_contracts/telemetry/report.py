@@ -1,0 +1,186 @@
+"""Who reads each deprecated object, from the readers log (pure over the log's rows)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from delta_contracts.telemetry.gate import covers
+
+SAMPLES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    user: str
+    client: str
+    reads: int  # distinct statements
+    possible: int  # of which did not parse but name the object
+    first: datetime | None
+    last: datetime | None
+    samples: tuple[str, ...]
+    declared: bool  # listed among the contract's consumers
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "user": self.user,
+            "client": self.client,
+            "reads": self.reads,
+            "possible": self.possible,
+            "first": _iso(self.first),
+            "last": _iso(self.last),
+            "sample_statement_ids": list(self.samples),
+            "declared_consumer": self.declared,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectReport:
+    name: str
+    readers: tuple[Reader, ...]
+    daily: Mapping[str, Mapping[str, int]]  # day (YYYY-MM-DD) -> reader label -> statements
+
+    @property
+    def reads(self) -> int:
+        return sum(r.reads for r in self.readers)
+
+    @property
+    def possible(self) -> int:
+        return sum(r.possible for r in self.readers)
+
+    @property
+    def first(self) -> datetime | None:
+        return min((r.first for r in self.readers if r.first), default=None)
+
+    @property
+    def last(self) -> datetime | None:
+        return max((r.last for r in self.readers if r.last), default=None)
+
+    @property
+    def unknown(self) -> tuple[Reader, ...]:
+        return tuple(r for r in self.readers if not r.declared)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "object": self.name,
+            "reads": self.reads,
+            "possible_reads": self.possible,
+            "first_read": _iso(self.first),
+            "last_read": _iso(self.last),
+            "readers": [r.to_json() for r in self.readers],
+            "unknown_readers": [f"{r.user} ({r.client})" for r in self.unknown],
+            "reads_per_day": {day: dict(v) for day, v in sorted(self.daily.items())},
+        }
+
+
+def label(user: str, client: str) -> str:
+    return f"{user} ({client})"
+
+
+def build_report(
+    rows: Iterable[Mapping[str, object]],
+    objects: Sequence[str],
+    consumers: Mapping[str, Sequence[str]],
+    since: datetime | None = None,
+) -> list[ObjectReport]:
+    """One report per object in `objects` (all logged objects when empty), readers sorted by reads."""
+    rows = [r for r in rows if since is None or _when(r) is None or _when(r) >= since]  # type: ignore[operator]
+    wanted = [o.casefold() for o in objects] or sorted({str(r["object"]) for r in rows})
+    reports = []
+    for target in dict.fromkeys(wanted):
+        mine = [r for r in rows if covers(str(r["object"]), target)]
+        declared = {c.casefold() for c in consumers.get(target, ())}
+        grouped: dict[tuple[str, str], list[Mapping[str, object]]] = {}
+        for row in mine:
+            key = (str(row["user"] or "unknown user"), str(row["client"] or "unknown client"))
+            grouped.setdefault(key, []).append(row)
+        readers = []
+        daily: dict[str, dict[str, int]] = {}
+        for (user, client), group in grouped.items():
+            statements = {str(r["statement_id"]) for r in group}
+            possible = {str(r["statement_id"]) for r in group if r["kind"] == "possible"} - {
+                str(r["statement_id"]) for r in group if r["kind"] == "read"
+            }
+            times = sorted(t for r in group if (t := _when(r)) is not None)
+            readers.append(
+                Reader(
+                    user,
+                    client,
+                    len(statements),
+                    len(possible),
+                    times[0] if times else None,
+                    times[-1] if times else None,
+                    tuple(sorted(statements)[:SAMPLES]),
+                    user.casefold() in declared or client.casefold() in declared,
+                )
+            )
+            for r in group:
+                when = _when(r)
+                if when is not None:
+                    day = daily.setdefault(f"{when:%Y-%m-%d}", {})
+                    day[label(user, client)] = day.get(label(user, client), 0) + 1
+        readers.sort(key=lambda r: (-r.reads, r.user, r.client))
+        reports.append(ObjectReport(target, tuple(readers), daily))
+    return reports
+
+
+def render_text(reports: Sequence[ObjectReport]) -> str:
+    lines = []
+    for report in reports:
+        if not report.readers:
+            lines.append(f"{report.name}: no readers")
+            continue
+        lines.append(
+            f"{report.name}: {len(report.readers)} reader(s), {report.reads} read(s) "
+            f"({report.possible} possible), first {_iso(report.first)}, last {_iso(report.last)}"
+        )
+        for r in report.readers:
+            mark = "" if r.declared else "  UNKNOWN (not a declared consumer)"
+            possible = f", {r.possible} possible" if r.possible else ""
+            lines.append(
+                f"  {label(r.user, r.client)}: {r.reads} read(s){possible}, last {_iso(r.last)}, "
+                f"e.g. {', '.join(r.samples)}{mark}"
+            )
+    return "\n".join(lines)
+
+
+def render_markdown(reports: Sequence[ObjectReport]) -> str:
+    lines = ["# Readers of deprecated objects", ""]
+    for report in reports:
+        lines += [f"## `{report.name}`", ""]
+        if not report.readers:
+            lines += ["No readers.", ""]
+            continue
+        lines += [
+            f"{report.reads} read(s), {report.possible} possible, first {_iso(report.first)}, "
+            f"last {_iso(report.last)}.",
+            "",
+            "| user | client | reads | possible | first | last | samples | declared consumer |",
+            "|---|---|---:|---:|---|---|---|---|",
+        ]
+        for r in report.readers:
+            lines.append(
+                f"| {_cell(r.user)} | {_cell(r.client)} | {r.reads} | {r.possible} | {_iso(r.first)} | "
+                f"{_iso(r.last)} | {_cell(', '.join(r.samples))} | {'yes' if r.declared else '**no**'} |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_json(reports: Sequence[ObjectReport]) -> str:
+    return json.dumps({"objects": [r.to_json() for r in reports]}, indent=2, ensure_ascii=False)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _when(row: Mapping[str, object]) -> datetime | None:
+    value = row.get("statement_time")
+    return value if isinstance(value, datetime) else None
+
+
+def _iso(value: datetime | None) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value else "-"

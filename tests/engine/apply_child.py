@@ -1,0 +1,55 @@
+"""A separate `apply` process for the crash and race tests: `python apply_child.py SPEC_JSON`.
+
+SPEC: warehouse, migrations, contract, to_version, force_reason, batch_rows, kill_on (SIGKILL itself at the
+boundary of that name), killed_log (where the boundary it died at is appended), hold (seconds to sleep at the
+first boundary, so that a racing process meets the lease). Exits with apply's exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    spec = json.loads(sys.argv[1])
+    from delta_contracts.apply import apply
+    from delta_contracts.engine.local import LocalEngine
+
+    seen = 0
+
+    def boundary(name: str) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == 1 and spec.get("hold"):
+            time.sleep(float(spec["hold"]))
+        if name == spec.get("kill_on"):
+            with Path(spec["killed_log"]).open("a", encoding="utf-8") as log:
+                log.write(name + "\n")
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    with LocalEngine(spec["warehouse"]) as engine:
+        result = apply(
+            engine,
+            spec["migrations"],
+            tables=[spec["contract"]],
+            to_version=spec.get("to_version"),
+            force_reason=spec.get("force_reason"),
+            batch_rows=spec.get("batch_rows", 1_000_000),
+            on_boundary=boundary,
+        )
+    for held in result.held:
+        print(f"held by another runner: {held}")
+    if result.failure is not None:
+        print(f"failed: {result.failure.summary}: {result.failure.detail}")
+    for contract, error in result.refused:
+        print(f"refused {contract}: {error}")
+    return result.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

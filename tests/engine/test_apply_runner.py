@@ -1,0 +1,182 @@
+"""`apply` in process on every engine: the committed sales.orders history, gates, pre-checks, checksums."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from delta_contracts.apply import apply, rehash
+from delta_contracts.apply.ledger import Ledger, Status, claimed
+from delta_contracts.apply.runner import OpStatus
+from delta_contracts.apply.status import pending_migrations
+from delta_contracts.drift import commit_drift
+from delta_contracts.engine.base import Engine
+from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
+from tests.engine.apply_support import fingerprint, insert_rows, orders_migrations, with_schema
+
+pytestmark = pytest.mark.engine
+
+
+class Interrupted(Exception):
+    pass
+
+
+def _statuses(result: object) -> dict[tuple[str, int], str]:
+    return {(r.migration_id[:4], r.index): r.status.value for r in result.reports}  # type: ignore[attr-defined]
+
+
+def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_path: Path) -> None:
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    first = apply(engine, root, tables=[contract], to_version="1.0.0")
+    assert first.exit_code == 0 and all(r.status is OpStatus.SUCCEEDED for r in first.reports)
+    insert_rows(engine, schema)
+    result = apply(engine, root, tables=[contract], batch_rows=2)
+    assert result.exit_code == 0, result.failure
+    held = result.waiting
+    assert [(r.migration_id[:4], r.index) for r in held] == [("0003", 12)]
+    assert any("no telemetry" in why for why in held[0].reasons), held[0].reasons
+    assert any("deprecation window P30D" in why for why in held[0].reasons)
+    statuses = _statuses(result)
+    assert statuses[("0004", 12)] == "waiting" and statuses[("0004", 11)] == "succeeded"
+    backfill = next(r for r in result.reports if r.migration_id.startswith("0003") and r.index == 3)
+    assert backfill.detail.startswith("3 batch(es)")  # three partitions of two rows, two rows a batch
+    again = apply(engine, root, tables=[contract])
+    assert {r.status for r in again.reports} <= {OpStatus.DONE, OpStatus.HELD, OpStatus.WAITING}
+
+    forced = apply(engine, root, tables=[contract], force_reason="ticket DATA-42: readers moved")
+    assert forced.exit_code == 0 and not forced.waiting
+    assert _statuses(forced)[("0004", 12)] == "forced"
+    rows = Ledger(engine.state_dir).entries([contract])
+    drop = [e for e in rows if e.migration_id.startswith("0004") and e.op_index == 12]
+    assert drop[-1].status == Status.FORCED and drop[-1].reason == "ticket DATA-42: readers moved"
+    state = fingerprint(engine, schema)
+    assert state["old"] and [r for r in state["rows"]] and len(state["rows"]) == 6
+    assert state["views"] == ["orders", "orders__v2"]
+    assert pending_migrations(load_history(root / contract), rows, contract) == []
+
+
+def test_forced_drop_commit_carries_the_reason(engine: Engine, tmp_path: Path) -> None:
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    apply(engine, root, tables=[contract], to_version="1.0.0")
+    insert_rows(engine, schema)
+    held = apply(engine, root, tables=[contract], to_version="2.0.0")
+    assert [r.index for r in held.waiting] == [12]
+    pending = pending_migrations(load_history(root / contract), Ledger(engine.state_dir).entries(), contract)
+    assert [(p.migration_id[:4], p.phases) for p in pending] == [
+        ("0003", ("contract",)),
+        ("0004", ("expand", "populate", "cutover", "contract")),
+    ]
+    forced = apply(engine, root, tables=[contract], to_version="2.0.0", force_reason="approved by owner")
+    assert _statuses(forced)[("0003", 12)] == "forced"
+    live = engine.describe((schema, "orders"))
+    assert live is not None and live.column("amount") is None and live.column("coupon_code") is None
+    last = engine.history((schema, "orders"))[-1]
+    if engine.name == "spark":  # the local engine drops columns by a rewrite through Sail: no userMetadata
+        meta = json.loads(last.user_metadata or "{}")["delta_contracts"]
+        assert meta["forced_reason"] == "approved by owner" and meta["migration"].startswith("0003")
+    entries = Ledger(engine.state_dir).entries([contract])
+    assert claimed(entries, f"{schema}.orders", last.version)
+
+
+def test_failing_tightening_op_reports_counts_and_leaves_the_table(engine: Engine, tmp_path: Path) -> None:
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    apply(engine, root, tables=[contract], to_version="1.0.0")
+    insert_rows(engine, schema)
+    partial = apply(engine, root, tables=[contract], to_version="1.1.0", phases=["expand", "populate"])
+    assert partial.exit_code == 0 and _statuses(partial)[("0002", 6)] == "waiting"
+    engine.sql(f"UPDATE `{schema}`.`orders` SET `channel` = 'fax' WHERE `order_id` IN (2, 5)")
+    result = apply(engine, root, tables=[contract], to_version="1.1.0")
+    assert result.exit_code == 1
+    failure = result.failure
+    assert failure is not None and (failure.migration_id[:4], failure.index) == ("0002", 8)
+    assert "2 row(s)" in failure.detail and "fax" in failure.detail
+    ran_before = next(r for r in result.reports if (r.migration_id[:4], r.index) == ("0002", 7))
+    after = engine.describe((schema, "orders"))
+    assert after is not None and "channel_enum" not in after.checks  # nothing of the failed op applied
+    assert after.version == ran_before.version  # no commit since the op before it
+    last = Ledger(engine.state_dir).entries([contract])[-1]
+    assert last.status == Status.FAILED and "2 row(s)" in last.error
+
+
+def test_foreign_commits_are_drift_even_before_the_toolkits_last(engine: Engine, tmp_path: Path) -> None:
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    apply(engine, root, tables=[contract], to_version="1.0.0")
+    engine.sql(f"ALTER TABLE `{schema}`.`orders` SET TBLPROPERTIES ('owner.note'='by hand')")
+    foreign = engine.describe((schema, "orders"))
+    assert foreign is not None
+
+    def stop_after_two_ops(boundary: str) -> None:  # before 0002's rewrite (local), which restarts the log
+        if boundary == "0002_1.0.0_to_1.1.0 op 2 recorded":
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        apply(engine, root, tables=[contract], on_boundary=stop_after_two_ops)
+    entries = Ledger(engine.state_dir).entries([contract])
+    assert [e.op_index for e in entries if e.status == "succeeded" and e.migration_id.startswith("0002")] == [
+        1,
+        2,
+    ]
+    name = f"{schema}.orders"
+    items = commit_drift(engine.history((schema, "orders")), lambda v: claimed(entries, name, v))
+    assert [i.subject for i in items] == [str(foreign.version)]
+
+
+def test_dry_run_changes_nothing(engine: Engine, tmp_path: Path) -> None:
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    result = apply(engine, root, tables=[contract], to_version="1.0.0", dry_run=True)
+    assert result.exit_code == 0
+    assert [r.status for r in result.reports] == [OpStatus.PLANNED] * 5
+    assert result.reports[0].sql.startswith("CREATE TABLE")
+    assert engine.describe((schema, "orders")) is None
+    assert Ledger(engine.state_dir).entries([contract]) == []
+
+
+def test_edited_migration_is_refused_until_rehashed(local_engine: Engine, tmp_path: Path) -> None:
+    root, contract = orders_migrations(tmp_path)
+    assert apply(local_engine, root, tables=[contract], to_version="1.0.0").exit_code == 0
+    folder = root / contract
+    sql = folder / "0001_create_1.0.0.sql"
+    sql.write_text(sql.read_text(encoding="utf-8") + "-- reviewed by hand\n", encoding="utf-8")
+    unsummed = apply(local_engine, root, tables=[contract])
+    assert unsummed.exit_code == 2 and str(sql) in unsummed.refused[0][1]
+    (folder / SUM_FILE).write_text(compute_sum(folder, migration_files(folder)), encoding="utf-8")
+    refused = apply(local_engine, root, tables=[contract])
+    assert refused.exit_code == 2 and "0001_create_1.0.0.json" in refused.refused[0][1]
+    assert "rehash" in refused.refused[0][1]
+    assert rehash(local_engine.state_dir, root, contract, reason="comment only") == ["0001_create_1.0.0"]
+    accepted = apply(local_engine, root, tables=[contract], to_version="1.1.0")
+    assert accepted.exit_code == 0 and not accepted.refused
+    rows = Ledger(local_engine.state_dir).entries([contract])
+    assert [(e.migration_id, e.reason) for e in rows if e.status == Status.REHASHED] == [
+        ("0001_create_1.0.0", "comment only")
+    ]
+
+
+def test_status_after_create_and_through_the_alias_view(local_engine: Engine, tmp_path: Path) -> None:
+    """A table `create` made at 3.0.0 has no pending past; the live table is the one behind the alias view."""
+    from delta_contracts.apply.status import live_physical
+    from delta_contracts.contract.load import load_contract
+    from delta_contracts.create import create_table
+    from tests.engine.apply_support import REPO
+
+    root, contract = orders_migrations(tmp_path)
+    schema = contract.split(".")[0]
+    model = load_contract(REPO / "contracts" / "sales" / "orders.yaml").contract
+    model = model.model_copy(update={"id": contract})
+    result = create_table(local_engine, model)
+    assert result.created
+    entries = Ledger(local_engine.state_dir).entries([contract])
+    assert {e.status for e in entries} == {Status.CREATED}
+    assert pending_migrations(load_history(root / contract), entries, contract) == []
+    views = local_engine.views()
+    physical = live_physical(
+        (schema, "orders"), (schema, "orders__v9"), views, lambda t: local_engine.describe(t) is not None
+    )
+    assert physical == (schema, "orders__v3") == tuple(result.table.split("."))

@@ -1,0 +1,191 @@
+"""`create`, `drift` and `status` through the command line on real tables: output and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_contracts.cli import app
+
+pytestmark = pytest.mark.engine
+runner = CliRunner()
+
+PROJECT = """\
+target: delta-4
+migrations: ../migrations
+engine: {name: local, warehouse: ../warehouse}
+defaults:
+  owner: {team: shop}
+"""
+
+EVENTS = """\
+apiVersion: delta-contracts/v1
+id: shop.events
+version: 1.0.0
+description: What shoppers did.
+columns:
+  - {name: event_id, type: bigint, nullable: false, description: Event key.}
+  - {name: kind, type: string, checks: {enum: [view, buy]}}
+  - {name: quantity, type: int, checks: {min: 0}}
+"""
+
+
+def run(*args: str) -> tuple[int, str]:
+    """Exit code and standard output (the engine line and errors go to standard error)."""
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "contracts/shop").mkdir(parents=True)
+    (tmp_path / "contracts/contracts.yml").write_text(PROJECT)
+    (tmp_path / "contracts/shop/events.yaml").write_text(EVENTS)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_create_then_verify_then_no_drift(project: Path) -> None:
+    code, out = run("create")
+    assert (code, out.splitlines()[-1]) == (0, "shop.events 1.0.0: created shop.events"), out
+    assert (project / "warehouse").is_dir()  # where contracts.yml says, not inside contracts/
+    code, out = run("create")
+    assert (code, out.splitlines()[-1]) == (0, "shop.events 1.0.0: verified shop.events"), out
+    code, out = run("drift")
+    assert (code, out.splitlines()[-1]) == (0, "shop.events (shop.events): no drift"), out
+    code, out = run("status", "--format", "json")
+    assert code == 0, out
+    assert '"stamped": "1.0.0"' in out and '"exists": true' in out
+
+
+def test_drift_and_create_report_an_out_of_band_column(project: Path) -> None:
+    assert run("create")[0] == 0
+    from deltalake import DeltaTable
+    from deltalake.schema import Field
+
+    DeltaTable(project / "warehouse/shop/events").alter.add_columns([Field("sneaky", "string")])
+    code, out = run("drift")
+    assert code == 1, out
+    assert "shop.events (shop.events): 2 drift item(s)" in out
+    assert "✗ extra-column: column sneaky string is not in the contract" in out
+    assert "✗ out-of-band-commit: version" in out
+    code, out = run("create")
+    assert code == 1, out
+    assert "shop.events 1.0.0: differs" in out
+    assert "column sneaky string is not in the contract" in out
+
+
+def test_status_lists_the_pending_migration(project: Path) -> None:
+    assert run("plan")[0] == 0
+    (project / "warehouse").mkdir()  # a warehouse with no table yet
+    code, out = run("status")
+    assert code == 0, out
+    assert out.splitlines()[-1] == (
+        "shop.events contract 1.0.0, table shop.events stamped (not created); "
+        "read shop.events, write: no table yet; pending: 0001_create_1.0.0 [expand/cutover]"
+    ), out
+
+
+def test_drift_reports_a_tampered_migration(project: Path) -> None:
+    assert run("plan")[0] == 0
+    assert run("create")[0] == 0
+    (migration,) = (project / "migrations").rglob("0001*.sql")
+    migration.write_text(migration.read_text() + "\n-- edited by hand\n")
+    code, out = run("drift")
+    assert code == 1, out
+    assert "✗ migrations:" in out and migration.name in out, out
+
+
+def test_create_does_not_take_a_versioned_table_forward(project: Path) -> None:
+    contract = project / "contracts/shop/events.yaml"
+    contract.write_text(EVENTS + "table: {versioning: versioned}\n")
+    assert run("create")[0] == 0
+    from delta_contracts.engine.local import LocalEngine
+
+    with LocalEngine(project / "warehouse") as engine:
+        engine.sql("INSERT INTO `shop`.`events__v1` VALUES (1, 'view', 2), (2, 'buy', 1)")
+    contract.write_text(contract.read_text().replace("version: 1.0.0", "version: 2.0.0"))
+    code, out = run("create")
+    assert code == 1, out
+    assert out.splitlines()[0] == "shop.events 2.0.0: pending", out
+    assert "delta-contracts apply" in out
+    with LocalEngine(project / "warehouse") as engine:
+        assert engine.describe(("shop", "events__v2")) is None
+        assert engine.sql("SELECT count(*) AS n FROM `shop`.`events`") == [{"n": 2}]
+
+
+def test_create_does_not_take_an_in_place_table_forward(project: Path) -> None:
+    contract = project / "contracts/shop/events.yaml"
+    assert run("create")[0] == 0
+    contract.write_text(contract.read_text().replace("version: 1.0.0", "version: 1.1.0"))
+    code, out = run("create")
+    assert code == 1, out
+    assert out.splitlines()[0] == "shop.events 1.1.0: pending", out
+    assert "is stamped 1.0.0; contract 1.1.0 needs a migration applied first" in out
+
+
+def test_without_contracts_yml_migrations_and_warehouse_are_at_the_project_root(
+    project: Path,
+) -> None:
+    (project / "contracts/contracts.yml").unlink()
+    events = project / "contracts/shop/events.yaml"
+    events.write_text(
+        events.read_text().replace("description: What", "owner: {team: shop}\ndescription: What")
+    )
+    assert run("plan")[0] == 0
+    assert run("create")[0] == 0
+    assert sorted(p.name for p in project.iterdir()) == ["contracts", "migrations", "warehouse"]
+    assert sorted(p.name for p in (project / "contracts").iterdir()) == ["shop"]
+
+
+@pytest.mark.parametrize("command", ["status", "drift"])
+def test_read_only_commands_create_nothing(project: Path, command: str) -> None:
+    result = runner.invoke(app, [command, "--warehouse", "warehuose"])
+    assert result.exit_code == 2, result.output
+    assert "error: no warehouse at" in result.stderr and "warehuose" in result.stderr
+    assert "Traceback" not in result.output
+    assert sorted(p.name for p in project.iterdir()) == ["contracts"]
+
+
+def test_status_names_what_readers_and_writers_use(project: Path) -> None:
+    assert run("create")[0] == 0
+    assert run("status")[1].splitlines()[-1] == (
+        "shop.events contract 1.0.0, table shop.events stamped 1.0.0; read and write shop.events; "
+        "pending: none"
+    )
+
+
+def test_status_of_a_versioned_table_sends_writers_to_the_table_behind_the_view(project: Path) -> None:
+    contract = project / "contracts/shop/events.yaml"
+    contract.write_text(EVENTS + "table: {versioning: versioned}\n")
+    assert run("plan")[0] == 0
+    assert run("create")[0] == 0
+    _, out = run("status")
+    assert "stamped 1.0.0; read shop.events (view), write shop.events__v1; pending: none" in out, out
+    dropped = "  - {name: quantity, type: int, checks: {min: 0}}\n"  # a drop: major, a new __v2
+    breaking = contract.read_text().replace("version: 1.0.0", "version: 2.0.0").replace(dropped, "")
+    contract.write_text(breaking)
+    assert run("plan")[0] == 0
+    _, out = run("status", "--format", "json")
+    (row,) = json.loads(out)["tables"]
+    assert (row["table"], row["exists"], row["read"], row["write"]) == (
+        "shop.events__v2",
+        False,
+        "shop.events",
+        "shop.events__v1",
+    )
+
+
+def test_status_and_drift_write_nothing(project: Path) -> None:
+    assert run("create")[0] == 0
+
+    def tree() -> dict[str, int]:
+        return {str(p.relative_to(project)): p.stat().st_mtime_ns for p in project.rglob("*")}
+
+    before = tree()
+    assert run("status")[0] == 0
+    assert run("drift")[0] == 0
+    assert tree() == before

@@ -1,0 +1,198 @@
+"""The planner defects of issues 8 and 13, each pinned by what the plan must (not) contain.
+
+Their execution on real Delta is in tests/engine/test_recipes_executed.py; these pure checks say which op
+carries each fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_contracts.diff.compare import diff
+from delta_contracts.diff.policy import refusals, verdict
+from delta_contracts.live import LiveColumn, LiveTable
+from delta_contracts.plan.conditions import AllOf, NoRowsWhere, holds
+from delta_contracts.plan.ops import CopyRows, CreateView, DropCheck, Phase, StampContract
+from delta_contracts.plan.planner import PlanError, plan
+from delta_contracts.plan.sqlfile import comment_text, render_sql_file
+from delta_contracts.target import Target
+from tests.recipes import base_contract, pair
+
+T = ("payments", "transactions")
+
+
+def live(properties: dict[str, str], **extra: object) -> LiveTable:
+    return LiveTable(
+        name="payments.transactions",
+        location="/tmp/t",
+        columns=(LiveColumn("txn_id", "string", False),),
+        properties=properties,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def test_alias_view_lists_the_contract_columns() -> None:
+    migration, _ = plan(None, base_contract("versioned"), Target.DELTA_4)
+    (view,) = [op for op in migration.ops if isinstance(op, CreateView)]
+    assert [name for name, _ in view.columns] == [c.name for c in base_contract().columns]
+
+
+def test_in_place_change_of_a_versioned_table_re_creates_the_alias_view_in_expand() -> None:
+    old, new = pair("add_nullable_column", "versioned")
+    migration, _ = plan(old, new, Target.DELTA_4)
+    views = [op for op in migration.ops if isinstance(op, CreateView)]
+    assert [(v.phase, v.source) for v in views] == [(Phase.EXPAND, (*T[:-1], "transactions__v2"))]
+    assert "note" in dict(views[0].columns)
+
+
+def test_versioned_copy_checks_the_rows_it_copies() -> None:
+    old, new = pair("narrow_type", "versioned")
+    migration, _ = plan(old, new, Target.DELTA_4)
+    assert migration.strategy == "versioned"
+    copy = next(op for op in migration.ops if isinstance(op, CopyRows))
+    pre = copy.precondition()
+    assert isinstance(pre, AllOf)
+    (rows,) = [c for c in pre.conditions if isinstance(c, NoRowsWhere)]
+    assert rows.table == copy.source == ("payments", "transactions__v2")  # not the still empty __v3
+    assert "(`attempts`) <= 10" in rows.predicate  # every rule of the new table, over the old rows
+
+
+def test_narrowing_needs_an_explicit_conversion() -> None:
+    old, new = pair("narrow_type", "versioned")
+    columns = tuple(c.model_copy(update={"convert": None}) for c in new.columns)
+    with pytest.raises(PlanError, match=r"txn_amt_paise: bigint -> int can lose values.*convert"):
+        plan(old, new.model_copy(update={"columns": columns}), Target.DELTA_4)
+
+
+def test_conversion_is_checked_whatever_the_ansi_mode_and_round_tripped() -> None:
+    old, new = pair("narrow_type")
+    migration, _ = plan(old, new, Target.DELTA_4)
+    copy = next(op for op in migration.ops if isinstance(op, CopyRows))
+    assert dict(copy.mapping)["txn_amt_paise"] == "CAST(`txn_amt_paise` AS INT)"
+    assert copy.rejects is not None
+    assert "TRY_CAST(`txn_amt_paise` AS INT)" in copy.rejects and " CAST(`txn" not in copy.rejects
+    assert "IS NOT DISTINCT FROM `txn_amt_paise`" in copy.rejects  # the inverse gives the value back
+    compat = next(op for op in migration.ops if isinstance(op, CreateView) and op.phase is Phase.CONTRACT)
+    assert dict(compat.columns)["txn_amt_paise"] == "CAST(`txn_amt_paise` AS BIGINT)"
+
+
+def test_no_compatibility_view_without_an_inverse() -> None:
+    old, new = pair("narrow_type")
+    columns = tuple(
+        c.model_copy(update={"convert": c.convert.model_copy(update={"inverse": None})}) if c.convert else c
+        for c in new.columns
+    )
+    migration, _ = plan(old, new.model_copy(update={"columns": columns}), Target.DELTA_4)
+    assert not [op for op in migration.ops if isinstance(op, CreateView) and op.phase is Phase.CONTRACT]
+    assert any("gets no compatibility view" in n for n in migration.notes)
+
+
+def test_swapped_check_stays_done_once_the_new_rule_is_in() -> None:
+    old, new = pair("tighten_check")
+    migration, _ = plan(old, new, Target.DELTA_4)
+    swap = next(op for op in migration.ops if isinstance(op, DropCheck) and op.replaced_by)
+    table = live({}, checks={swap.name: swap.replaced_by})
+    assert holds(swap.postcondition(), {T: table}, {})
+
+
+def test_a_stamp_never_moves_backwards() -> None:
+    migration, _ = plan(None, base_contract(), Target.DELTA_4)
+    stamp = next(op for op in migration.ops if isinstance(op, StampContract))
+    later = live({"delta_contracts.version": "10.0.0", "delta_contracts.id": "payments.transactions"})
+    assert holds(stamp.postcondition(), {T: later}, {})  # skipped: the table is further already
+    earlier = live({"delta_contracts.version": "2.3.9"})
+    assert not holds(stamp.postcondition(), {T: earlier}, {})
+
+
+def test_feature_properties_are_read_from_the_protocol() -> None:
+    old, new = pair("change_default")
+    migration, _ = plan(old, new, Target.DELTA_4)
+    enable = next(op for op in migration.ops if op.kind == "set_properties")
+    on = live({}, writer_features=("appendOnly", "allowColumnDefaults"))
+    assert holds(enable.postcondition(), {T: on}, {})
+
+
+def test_plan_refuses_what_diff_refuses_in_the_same_words() -> None:
+    old, new = pair("tighten_check")
+    minor = new.model_copy(update={"version": "2.5.0"})
+    words = refusals(verdict(old, minor, diff(old, minor, Target.DELTA_4)), old.version, minor.version)
+    assert words
+    with pytest.raises(PlanError) as err:
+        plan(old, minor, Target.DELTA_4)
+    assert str(err.value) == "payments.transactions: " + "; ".join(words)
+
+
+def test_switching_to_versioned_is_major_for_diff_and_plan() -> None:
+    old = base_contract()
+    new = base_contract("versioned").model_copy(update={"version": "2.5.0"})
+    assert [c.code for c in diff(old, new)] == ["DC-TB405"]
+    with pytest.raises(PlanError, match="DC-TB405"):
+        plan(old, new, Target.DELTA_4)
+
+
+def test_cutover_tells_producers_where_to_write() -> None:
+    old, new = pair("change_partitioning")
+    migration, _ = plan(old, new, Target.DELTA_4)
+    assert any("producers must write to payments.transactions__v3" in w for w in migration.warnings)
+
+
+def test_no_column_mapping_warning_when_mapping_is_on_already() -> None:
+    old, new = pair("drop_column")
+    _, state = plan(None, old, Target.DELTA_4)
+    mapped = state.__class__(state.physical, (("delta.columnMapping.mode", "name"),))
+    migration, _ = plan(old, new, Target.DELTA_4, state=mapped)
+    assert not any("column mapping upgrades" in w for w in migration.warnings)
+    assert not any(op.kind == "set_properties" for op in migration.ops)
+
+
+def test_pre_check_comment_keeps_backslashes() -> None:
+    assert comment_text("REGEXP_LIKE(`e`, '^\\\\s$')") == "REGEXP_LIKE(`e`, '^\\\\s$')"
+    _, new = pair("add_enum_value")
+    regex = new.model_copy(
+        update={
+            "columns": tuple(
+                c.model_copy(update={"checks": c.checks.model_copy(update={"regex": r"^\S+$"})})
+                if c.name == "txn_id"
+                else c
+                for c in new.columns
+            )
+        }
+    )
+    migration, _ = plan(None, regex, Target.DELTA_4)
+    text = render_sql_file(migration, migration_id="0001", target=Target.DELTA_4)
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("-- pre-check") and "txn_id" in ln]
+    assert "'^\\\\S+$'" in line  # Spark SQL's escaped backslash, exactly as the statement has it
+
+
+def test_switching_to_versioned_without_a_shape_change_copies_nothing() -> None:
+    old = base_contract()
+    new = base_contract("versioned").model_copy(update={"version": "3.0.0"})
+    migration, state = plan(old, new, Target.DELTA_4)
+    assert migration.strategy == "versioned"
+    assert not [op for op in migration.ops if isinstance(op, CopyRows)]
+    kinds = [op.kind for op in migration.ops if op.phase is Phase.CUTOVER]
+    assert kinds[-2:] == ["rename_table", "create_view"]
+    assert state.physical == ("payments", "transactions__v3")
+    again = new.model_copy(update={"version": "4.0.0", "description": "Re-released."})
+    migration, after = plan(new, again, Target.DELTA_4, state=state)
+    assert not [op for op in migration.ops if isinstance(op, CopyRows)]
+    assert after.physical == ("payments", "transactions__v3")  # keeps serving: no new __v4 to fill
+
+
+def test_deprecation_marks_accumulate_each_with_its_own_clock() -> None:
+    from delta_contracts.plan.ops import DropColumns, MarkDeprecated
+
+    old, dropped = pair("drop_column")  # legacy_channel leaves the contract (awaiting its drop)
+    _, state = plan(None, old, Target.DELTA_4)
+    _, state = plan(old, dropped, Target.DELTA_4, state=state)
+    columns = tuple(c for c in dropped.columns if c.name != "status")
+    checks = tuple(c for c in dropped.constraints if "status" not in c.expression)
+    later = dropped.model_copy(update={"version": "4.0.0", "columns": columns, "constraints": checks})
+    migration, _ = plan(dropped, later, Target.DELTA_4, state=state)
+    mark = next(op for op in migration.ops if isinstance(op, MarkDeprecated))
+    props = dict(mark.properties)
+    assert props["delta_contracts.deprecated.columns"] == '["legacy_channel", "status"]'  # none lost
+    assert props["delta_contracts.deprecated.column.status"] == '{"since": "4.0.0", "window": "P30D"}'
+    assert "delta_contracts.deprecated.column.legacy_channel" not in props  # its clock keeps running
+    (drop,) = [op for op in migration.ops if isinstance(op, DropColumns)]
+    assert drop.gate.deprecated_by == "delta_contracts.deprecated.column.status"

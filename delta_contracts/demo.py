@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -182,4 +181,6 @@ def _telemetry() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from delta_contracts.process_exit import exit_process
+
+    exit_process(main())

@@ -35,7 +35,7 @@ class LiveTable:
     min_writer_version: int = 2
     reader_features: tuple[str, ...] = ()
     writer_features: tuple[str, ...] = ()
-    version: int = 0
+    version: int | None = 0  # None: not read (`Engine.describe(..., with_version=False)`)
     comment: str | None = None
 
     def column(self, name: str) -> LiveColumn | None:

@@ -79,8 +79,13 @@ def main() -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     requested = sys.argv[1] if len(sys.argv) > 1 else ""
     application = build_app(requested) if requested in COMMANDS else build_app()
+    from delta_contracts.process_exit import exit_process
+
     try:
         application()
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        exit_process(130)
+    except SystemExit as done:
+        exit_process(done.code)
+    exit_process(0)

@@ -64,8 +64,11 @@ class Engine(ABC):
         """Perform the op (assumes its precondition was checked); report the commit it produced."""
 
     @abstractmethod
-    def describe(self, table: TableId) -> LiveTable | None:
-        """The live table as its Delta log says, or None when there is no such table."""
+    def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
+        """The live table as its Delta log says, or None when there is no such table.
+
+        `with_version=False` lets an engine skip reading the table's version where that costs a scan of its
+        history (Spark: DESCRIBE HISTORY); `version` may then be None. Conditions never need it."""
 
     @abstractmethod
     def views(self) -> Mapping[TableId, str]:
@@ -78,6 +81,10 @@ class Engine(ABC):
     @abstractmethod
     def history(self, table: TableId) -> list[Commit]:
         """The table's commits, oldest first."""
+
+    def view_text(self, view: TableId) -> str | None:
+        """The query text of one view, or None when no view has that name."""
+        return self.views().get(view)
 
     def run_statement(self, statement: str, *, tag: str | None = None) -> None:
         """Run one data statement of an op (a batch of a backfill or copy), its commit tagged with `tag`."""
@@ -122,16 +129,19 @@ class Engine(ABC):
 
     def holds(self, condition: Condition) -> bool:
         if isinstance(condition, NoRowsWhere):
-            if self.describe(condition.table) is None:
+            if self.describe(condition.table, with_version=False) is None:
                 return False
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, AllOf):
             return all(self.holds(c) for c in condition.conditions)
         if isinstance(condition, AnyOf):
             return any(self.holds(c) for c in condition.conditions)
-        tables = {t: live for t in _tables_of(condition) if (live := self.describe(t)) is not None}
-        # Listing views walks the whole catalog: only conditions about a view need it.
-        views = dict(self.views()) if _mentions_view(condition) else {}
+        tables = {
+            t: live
+            for t in _tables_of(condition)
+            if (live := self.describe(t, with_version=False)) is not None
+        }
+        views = {v: text for v in _views_of(condition) if (text := self.view_text(v)) is not None}
         return holds(condition, tables, views)
 
     def check_precondition(self, op: Op) -> None:
@@ -190,10 +200,10 @@ class Engine(ABC):
         return outcome
 
 
-def _mentions_view(condition: Condition) -> bool:
+def _views_of(condition: Condition) -> list[TableId]:
     if isinstance(condition, AllOf | AnyOf):
-        return any(_mentions_view(c) for c in condition.conditions)
-    return isinstance(condition, ViewDefined)
+        return [v for c in condition.conditions for v in _views_of(c)]
+    return [condition.view] if isinstance(condition, ViewDefined) else []
 
 
 def _tables_of(condition: Condition) -> list[TableId]:

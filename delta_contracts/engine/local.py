@@ -219,7 +219,7 @@ class LocalEngine(Engine):
     def _exec(self, statement: exp.Expr) -> list[dict[str, Any]]:
         return self.sql(x.sql(statement))
 
-    def describe(self, table: TableId) -> LiveTable | None:
+    def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
         location = self.location(table)
         if not (location / "_delta_log").is_dir():
             return None
@@ -391,7 +391,7 @@ class LocalEngine(Engine):
         """Rebuild the table in its new shape beside the old one, then swap directories (`rewrite`)."""
         table = op.table
         live = self.describe(table)
-        if live is None:
+        if live is None or live.version is None:
             raise EngineError(f"{op.summary()}: table {'.'.join(table)} does not exist")
         shape = rewrite.reshape(op, rewrite.TableShape.of(live))
         journal, journal_path = rewrite.plan_rewrite(self.state, table, self.location(table), live.version)

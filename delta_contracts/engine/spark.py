@@ -200,15 +200,19 @@ class SparkEngine(Engine):
         rows = self._describe_rows("HISTORY", table, "version", limit=1)
         return int(rows[0]["version"]) if rows else None
 
-    def describe(self, table: TableId) -> LiveTable | None:
+    def table_version(self, table: TableId) -> int | None:
+        return self._version(table)
+
+    def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
         rows = self._describe_rows("DETAIL", table)
         if rows is None:
             return None
         detail = rows[0]
         if str(detail.get("format", "delta")).lower() != "delta":
             raise EngineError(f"{'.'.join(table)} is a {detail.get('format')} table, not a Delta table")
-        version = self._version(table)
-        if version is None:
+        # DESCRIBE DETAIL has no version; DESCRIBE HISTORY costs as much again, so only when asked.
+        version = self._version(table) if with_version else None
+        if with_version and version is None:
             return None  # dropped between the two reads
         configuration: dict[str, str] = dict(detail.get("properties") or {})
         checks = {
@@ -242,11 +246,25 @@ class SparkEngine(Engine):
                 if table.tableType != "VIEW" or table.isTemporary:
                     continue
                 view: TableId = (database.name, table.name)
-                rows = self.sql(x.sql(_describe("EXTENDED", view)))
-                text = next((r.get("data_type") for r in rows if r.get("col_name") == "View Text"), None)
+                text = self.view_text(view)
                 if text:
-                    found[view] = str(text)
+                    found[view] = text
         return found
+
+    def view_text(self, view: TableId) -> str | None:
+        """One view's text from DESCRIBE EXTENDED, without walking the catalog."""
+        from pyspark.errors import AnalysisException
+
+        try:
+            rows = self.sql(x.sql(_describe("EXTENDED", view)))
+        except AnalysisException as err:
+            if error_condition(err) in ABSENT_CONDITIONS:
+                return None
+            raise
+        if not any(r.get("col_name") == "Type" and r.get("data_type") == "VIEW" for r in rows):
+            return None  # a table by that name
+        text = next((r.get("data_type") for r in rows if r.get("col_name") == "View Text"), None)
+        return str(text) if text else None
 
     def history(self, table: TableId) -> list[Commit]:
         rows = self._describe_rows("HISTORY", table, *HISTORY_COLUMNS)

@@ -181,6 +181,6 @@ def _telemetry() -> None:
 
 
 if __name__ == "__main__":
-    from delta_contracts.process_exit import exit_process
+    from delta_contracts.cli import exit_process
 
     exit_process(main())

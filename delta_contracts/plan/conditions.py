@@ -90,6 +90,14 @@ class PropertiesSet:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusteredBy:
+    """The table's liquid clustering keys are exactly these, in this order."""
+
+    table: TableId
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class TableCommentIs:
     table: TableId
     comment: str | None
@@ -137,6 +145,7 @@ Condition = (
     | CheckIs
     | CheckAbsent
     | PropertiesSet
+    | ClusteredBy
     | TableCommentIs
     | StampedAfter
     | NoRowsWhere
@@ -191,6 +200,8 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
             return live.check(name) is None
         case PropertiesSet(_, properties):
             return all(_property_holds(live, k, v) for k, v in properties)
+        case ClusteredBy(_, columns):
+            return [c.casefold() for c in live.clustering_columns] == [c.casefold() for c in columns]
         case TableCommentIs(_, comment):
             return (live.comment or None) == (comment or None)
         case StampedAfter(_, key, version):

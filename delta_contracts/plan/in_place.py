@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from delta_contracts.contract.model import Column, Contract
@@ -99,7 +99,7 @@ def plan_in_place(
         )
     _table_layout(ctx, old, new)
     widened = {
-        before.name.casefold()
+        before.name.casefold(): canonical(after.type)
         for before, after in pairing.kept
         if parse_type(before.type) != parse_type(after.type)
     }
@@ -157,7 +157,7 @@ def _table_layout(ctx: _Context, old: Contract, new: Contract) -> None:
 
 
 def _old_rules(
-    ctx: _Context, old: Contract, new: Contract, going: list[Column], widened: set[str]
+    ctx: _Context, old: Contract, new: Contract, going: list[Column], widened: Mapping[str, str]
 ) -> list[Op]:
     """Drop the old rules that must go, and return those relaxed at cutover (rules of deprecated columns).
 
@@ -170,8 +170,9 @@ def _old_rules(
     for rule in old_rules.values():
         new_rule = new_rules.get(rule.key)
         drop = DropCheck(table=t, phase=Phase.EXPAND, name=rule.name, reason="its column is retyped")
-        if rule.columns & widened:
-            b.add(drop)
+        if retyped := sorted((c, widened[c]) for c in rule.columns if c in widened):
+            again = None if new_rule is None else new_rule.expression
+            b.add(replace(drop, replaced_by=again, retyped=tuple(retyped)))
         elif new_rule is None and rule.columns & going_names:
             relax.append(replace(drop, phase=Phase.CUTOVER, reason="rule of a deprecated column"))
         elif new_rule is None:
@@ -224,11 +225,11 @@ def _renamed_column(ctx: _Context, before: Column, after: Column) -> None:
         _tighten_not_null(b, t, after.name, ctx.target)
 
 
-def _new_rules(ctx: _Context, old: Contract, new: Contract, widened: set[str]) -> None:
+def _new_rules(ctx: _Context, old: Contract, new: Contract, widened: Mapping[str, str]) -> None:
     old_rules = contract_rules(old)
     for rule in contract_rules(new).values():
         old_rule = old_rules.get(rule.key)
-        if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & widened:
+        if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & widened.keys():
             ctx.b.add(add_check(ctx.t, Phase.CUTOVER, rule))
 
 

@@ -18,6 +18,7 @@ from delta_contracts.plan.conditions import (
     AnyOf,
     CheckAbsent,
     CheckIs,
+    ClusteredBy,
     ColumnAbsent,
     ColumnCommentIs,
     ColumnDefaultIs,
@@ -299,6 +300,9 @@ class SetClustering(Op):
     kind: ClassVar[str] = "set_clustering"
     columns: tuple[str, ...]
 
+    def postcondition(self) -> Condition:
+        return ClusteredBy(self.table, self.columns)
+
     def summary(self) -> str:
         return f"cluster by {', '.join(self.columns)}"
 
@@ -333,14 +337,21 @@ class DropCheck(Op):
     kind: ClassVar[str] = "drop_check"
     name: str
     replaced_by: str | None = None  # the rule's new expression, re-added later in the same migration
+    # Columns (and their new types) the rule reads that are retyped between the drop and the re-add.
+    retyped: tuple[tuple[str, str], ...] = ()
 
     def postcondition(self) -> Condition:
-        # A rule swapped for a new one is done once the new one is in place: dropping it again on a re-run
-        # would only make the re-add scan the table a second time.
+        # A rule swapped for a new one is done once the new one is in place (after the retype, for a rule
+        # dropped so that its columns can be retyped): dropping it again on a re-run would only make the
+        # re-add scan the table a second time.
         absent = CheckAbsent(self.table, self.name)
         if self.replaced_by is None:
             return absent
-        return AnyOf((absent, CheckIs(self.table, self.name, self.replaced_by)))
+        done: Condition = CheckIs(self.table, self.name, self.replaced_by)
+        if self.retyped:
+            retyped = tuple(ColumnTypeIs(self.table, c, t) for c, t in self.retyped)
+            done = AllOf((done, *retyped))
+        return AnyOf((absent, done))
 
     def summary(self) -> str:
         return f"drop check {self.name}"

@@ -222,7 +222,15 @@ def table_state(location: str, schema: str) -> dict[str, Any]:
     from delta_contracts.engine import deltalog
 
     live = deltalog.read_table(location, "t")
-    rows = DeltaTable(location).to_pyarrow_table().to_pylist()
+    table = DeltaTable(location)
+    # delta-rs 1.6.6 refuses to read tables with the columnMapping or typeWidening reader feature, and reads
+    # a column-mapped table of the legacy protocol (reader version 2) without the mapping: renamed columns
+    # come back NULL, silently. Such tables are read from their files here.
+    mapped = live.properties.get("delta.columnMapping.mode", "none") != "none"
+    if mapped or "typeWidening" in live.reader_features:
+        rows = rows_from_files(table, location)
+    else:
+        rows = table.to_pyarrow_table().to_pylist()
     return {
         "columns": [(c.name, c.type, c.nullable, c.comment, c.default) for c in live.columns],
         "checks": {k.casefold(): x.canonical_expression(v) for k, v in live.checks.items()},
@@ -241,3 +249,36 @@ def table_state(location: str, schema: str) -> dict[str, Any]:
 # Properties each writer keeps for itself (column-mapping ids, feature flags set by the protocol upgrade
 # that an op triggers): not part of what a contract says.
 ENGINE_BOOKKEEPING = ("delta.columnMapping.maxColumnId", "delta.feature.")
+
+
+def rows_from_files(table: Any, location: str) -> list[dict[str, Any]]:
+    """The table's rows from the data files its log lists (delta-rs gives the files and the schema), for
+    reader features delta-rs does not read: physical column names mapped back to logical ones, values cast
+    to the column's current type, partition values from the add actions."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = json.loads(table.schema().to_json())
+    physical = {
+        f["name"]: (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
+        for f in schema["fields"]
+    }
+    logical_types = pa.schema(table.schema().to_arrow())
+    partitions = set(table.metadata().partition_columns or ())
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
+    rows: list[dict[str, Any]] = []
+    for action in actions:
+        assert not action.get("deletionVector.storageType"), "deletion vectors are not read here"
+        data = pq.read_table(f"{location}/{action['path']}")
+        for record in data.to_pylist():
+            row = {}
+            for name, phys in physical.items():
+                if name in partitions:
+                    value = action.get(f"partition.{name}", action.get(f"partition.{phys}"))
+                else:
+                    value = record.get(phys)
+                row[name] = value
+            rows.append(row)
+    # the files hold each value in the type it was written in; the table reads it in the current type
+    typed = pa.Table.from_pylist(rows).cast(logical_types) if rows else None
+    return typed.to_pylist() if typed is not None else []

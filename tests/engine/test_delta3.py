@@ -19,7 +19,6 @@ import pytest
 from delta_contracts.plan.planner import PlanError, plan
 from delta_contracts.target import Target
 from tests.engine.conftest import SKIP_SPARK
-from tests.engine.delta3_run import cases
 from tests.recipes import pair
 
 pytestmark = [
@@ -29,7 +28,11 @@ pytestmark = [
 REPO = Path(__file__).resolve().parents[2]
 VENV_ENV = "DELTA_CONTRACTS_DELTA3_VENV"
 # Seen green on Delta 3.3; the rest of cases() is still to be run here (see the note of issue 8).
-CASES = ("add_nullable_column/in_place", "add_nullable_column/versioned", "add_not_null_with_default/in_place")
+CASES = (
+    "add_nullable_column/in_place",
+    "add_nullable_column/versioned",
+    "add_not_null_with_default/in_place",
+)
 # What would point the 3.5 client at the 4.2 installation, or put it in Connect mode.
 _FOREIGN_ENV = ("SPARK_HOME", "SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "PYSPARK_PYTHON", "PYTHONHOME")
 

@@ -33,6 +33,7 @@ from delta_contracts.plan.ops import (
 from delta_contracts.plan.rules import RULE_KINDS, column_rules, not_null_rule, schema_hash
 from delta_contracts.plan.serialize import migration_to_data
 from delta_contracts.plan.sqlfile import render_sql_file
+from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.sql.normalize import same_expression
 from delta_contracts.target import Target
 
@@ -175,7 +176,7 @@ def _rule_value(expression: str, kind: str) -> Any:
     from sqlglot.errors import ParseError, TokenError
 
     try:
-        tree = sqlglot.parse_one(expression, read="databricks")
+        tree = sqlglot.parse_one(expression, read=DIALECT)
     except (ParseError, TokenError):
         return _MISSING
     tree = _unwrap(tree)
@@ -237,7 +238,7 @@ def literal_value(sql_text: str) -> Any:
     from sqlglot.errors import ParseError, TokenError
 
     try:
-        return _literal(sqlglot.parse_one(sql_text, read="databricks"))
+        return _literal(sqlglot.parse_one(sql_text, read=DIALECT))
     except (ParseError, TokenError):
         return _MISSING
 

@@ -12,6 +12,7 @@ import typer
 from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, ContractSet, print_problems
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 from delta_contracts.cli.tables import _open as open_engine
+from delta_contracts.sql.dialect import DIALECT
 
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedProject
@@ -129,7 +130,7 @@ def _find(live: Engine, name: TableId) -> _Found | None:
     import sqlglot
     from sqlglot import exp
 
-    tables = list(sqlglot.parse_one(query, read="databricks").find_all(exp.Table))
+    tables = list(sqlglot.parse_one(query, read=DIALECT).find_all(exp.Table))
     if len(tables) != 1:
         return None
     source = tuple(p for p in (tables[0].catalog, tables[0].db, tables[0].name) if p)

@@ -29,6 +29,7 @@ from delta_contracts.contract.types import (
     parse_type,
     render_type,
 )
+from delta_contracts.sql.dialect import DIALECT
 
 # Without column mapping Delta refuses these characters in column names (and Parquet stores them badly).
 _UNSTORABLE = set(" ,;{}()\n\t=")
@@ -55,7 +56,7 @@ def column_mapping_enabled(contract: Contract) -> bool:
 def parse_boolean_expression(text: str) -> exp.Expr:
     """Parse a Spark SQL boolean expression; raise ValueError saying why it is not one."""
     try:
-        statements = sqlglot.parse(text, read="databricks")
+        statements = sqlglot.parse(text, read=DIALECT)
     except (ParseError, TokenError) as err:
         first = first_line(err)
         raise ValueError(f"not a valid Spark SQL expression: {first}") from None

@@ -17,12 +17,6 @@ def _open(location: str) -> Any:
     return DeltaTable(location)
 
 
-def is_delta_table(location: str) -> bool:
-    from deltalake import DeltaTable
-
-    return bool(DeltaTable.is_deltatable(location))
-
-
 def read_table(location: str, name: str) -> LiveTable:
     table = _open(location)
     metadata = table.metadata()

@@ -40,7 +40,7 @@ from delta_contracts.engine.delta_rs_path import delta_rs_change
 from delta_contracts.engine.delta_spark_path import DeltaSparkPath
 from delta_contracts.engine.local_routes import TableFacts, Tool, project, route
 from delta_contracts.engine.rewrite import StepHook
-from delta_contracts.live import Commit, LiveTable
+from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     AddCheck,
@@ -57,7 +57,6 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.render import build, render
 
-TableId = tuple[str, ...]
 STATE_DIR = "_delta_contracts"
 _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds case
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from delta_contracts.contract.errors import first_line
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.schema_json import columns_from_schema
@@ -105,11 +106,6 @@ def error_condition(err: BaseException) -> str | None:
     getter = getattr(err, "getCondition", None) or getattr(err, "getErrorClass", None)  # 4.x / 3.5
     condition = getter() if callable(getter) else None
     return str(condition).split(".", 1)[0] if condition else None
-
-
-def first_line(err: BaseException) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0] if lines else type(err).__name__
 
 
 class SparkEngine(Engine):

@@ -35,6 +35,7 @@ from delta_contracts.interchange.odcs import (
     schema_errors,
     type_is_known,
 )
+from delta_contracts.sql.dialect import DIALECT
 
 Path = tuple[str | int, ...]
 _TABLE_ID = re.compile(r"^[^.\s`]+(\.[^.\s`]+){1,2}$")
@@ -476,7 +477,7 @@ def _violations_predicate(query: str) -> str | None:
     from sqlglot.errors import ParseError, TokenError
 
     try:
-        parsed = sqlglot.parse_one(query, read="databricks")
+        parsed = sqlglot.parse_one(query, read=DIALECT)
     except (ParseError, TokenError):
         return None
     if not isinstance(parsed, exp.Select) or len(parsed.expressions) != 1:
@@ -490,4 +491,4 @@ def _violations_predicate(query: str) -> str | None:
     inner = condition.this
     while isinstance(inner, exp.Paren):
         inner = inner.this
-    return str(inner.sql(dialect="databricks"))
+    return str(inner.sql(dialect=DIALECT))

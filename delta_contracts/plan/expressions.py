@@ -13,7 +13,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel
 
-from delta_contracts.sql.normalize import DIALECT
+from delta_contracts.sql.dialect import DIALECT
 
 
 def ident(name: str) -> exp.Identifier:

@@ -7,18 +7,13 @@ unless the expression is TRUE (`NOT COALESCE((rule), FALSE)`), which keeps NULL-
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from datetime import timedelta
 
 from delta_contracts.contract.model import Contract
+from delta_contracts.contract.model import duration as duration  # one ISO-8601 parser for every stage
 from delta_contracts.contract.types import canonical
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.rules import column_rules, not_null_rule
-
-_DURATION = re.compile(
-    r"^P(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,12 +48,3 @@ def _row_rule(name: str, kind: str, check: str, columns: frozenset[str]) -> RowR
 def contract_types(contract: Contract) -> dict[str, str]:
     """Column name -> canonical Spark type, as the contract declares it."""
     return {c.name: canonical(c.type) for c in contract.columns}
-
-
-def duration(text: str) -> timedelta:
-    """An ISO-8601 duration as a timedelta (a year is 365 days, a month 30, as the diff's SLA check)."""
-    match = _DURATION.match(text)
-    if not match:
-        raise ValueError(f"'{text}' is not an ISO-8601 duration")
-    y, mo, w, d, h, mi, s = (float(g) if g else 0.0 for g in match.groups())
-    return timedelta(days=y * 365 + mo * 30 + w * 7 + d, hours=h, minutes=mi, seconds=s)

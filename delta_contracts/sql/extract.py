@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from sqlglot import exp
 
-DIALECT = "databricks"
+from delta_contracts.sql.dialect import DIALECT
+
 # Spark's `format.\`path\`` reads: the "schema" names a file format, the "table" is a path.
 PATH_FORMATS = frozenset({"delta", "parquet", "json", "csv", "orc", "avro", "text", "binaryfile"})
 _MAX_VIEW_DEPTH = 16

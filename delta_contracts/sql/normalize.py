@@ -8,7 +8,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-DIALECT = "databricks"
+from delta_contracts.sql.dialect import DIALECT
 
 
 @lru_cache(maxsize=4096)

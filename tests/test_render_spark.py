@@ -7,7 +7,8 @@ the same identifiers and literals.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import pytest
 import sqlglot
@@ -19,11 +20,25 @@ from delta_contracts.plan.planner import PlanError, plan
 from delta_contracts.plan.render import render
 from delta_contracts.plan.sqlfile import precheck_sql
 from delta_contracts.target import Target
+from tests.engine.conftest import SKIP_SPARK
 from tests.recipes import BASE, RECIPES, base_contract, pair
 from tests.spark_parser import assert_one_statement, classic_session, spark_parser_available
 
-available, why = spark_parser_available()
-needs_spark = pytest.mark.skipif(not available, reason=f"Spark's parser needs a JVM: {why}")
+# Spark's own parser is part of every run: without a JVM the run fails and says why. Only the user's explicit
+# opt-out (the same variable as the engine suite's) skips it.
+F = TypeVar("F", bound=Callable[..., Any])
+_OPTED_OUT = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
+
+
+@pytest.fixture
+def jvm() -> None:
+    available, why = spark_parser_available()
+    if not available:
+        pytest.fail(f"Spark's parser needs a JVM: {why} (DELTA_CONTRACTS_SKIP_SPARK=1 opts out)")
+
+
+def needs_spark(test: F) -> F:
+    return _OPTED_OUT(pytest.mark.usefixtures("jvm")(test))  # type: ignore[no-any-return]
 
 
 def every_planned_op() -> list[Op]:

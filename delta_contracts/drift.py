@@ -244,17 +244,29 @@ def alias_drift(
                 "alias-view", table_name(alias), want, None, f"alias view {table_name(alias)} is missing"
             )
         ]
-    if not same_expression(found, want):
-        return [
-            DriftItem(
-                "alias-view",
-                table_name(alias),
-                want,
-                found,
-                f"alias view {table_name(alias)} does not read {table_name(physical)}",
-            )
-        ]
-    return []
+    if same_expression(found, want):
+        return []
+    reads = _view_source(found)
+    if reads is None or reads.casefold() != table_name(physical).casefold():
+        why = f"alias view {table_name(alias)} does not read {table_name(physical)}"
+        why += f" (it reads {reads})" if reads else ""
+    else:
+        why = f"alias view {table_name(alias)} does not serve the contract's columns and types"
+    return [DriftItem("alias-view", table_name(alias), want, found, why)]
+
+
+def _view_source(query: str) -> str | None:
+    """The table a view's query reads (the alias views the toolkit writes read exactly one)."""
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    from delta_contracts.plan import expressions as x
+
+    try:
+        source = x.parse(query).find(exp.Table)
+    except SqlglotError:
+        return None
+    return None if source is None else ".".join(part.name for part in source.parts)
 
 
 def alias_view_query(alias: tuple[str, ...], views: Mapping[tuple[str, ...], str]) -> str | None:
@@ -271,11 +283,4 @@ def write_target(
     if exists:
         return table_name(physical)
     query = alias_view_query(contract.table_parts, views)
-    if query is None:
-        return None
-    from sqlglot import exp
-
-    from delta_contracts.plan import expressions as x
-
-    source = x.parse(query).find(exp.Table)
-    return None if source is None else ".".join(part.name for part in source.parts)
+    return None if query is None else _view_source(query)

@@ -189,3 +189,73 @@ def test_status_and_drift_write_nothing(project: Path) -> None:
     assert run("status")[0] == 0
     assert run("drift")[0] == 0
     assert tree() == before
+
+
+def test_status_and_drift_find_a_pending_versioned_table_through_its_alias_view(project: Path) -> None:
+    """Issue 13 item 7: while a versioned migration is pending, both commands read the live table behind the
+    alias view and its stamp, and list exactly the migrations not finished."""
+    contract = project / "contracts/shop/events.yaml"
+    contract.write_text(EVENTS + "table: {versioning: versioned}\n")
+    assert run("plan")[0] == 0
+    assert run("create")[0] == 0
+    dropped = "  - {name: quantity, type: int, checks: {min: 0}}\n"
+    contract.write_text(contract.read_text().replace("version: 1.0.0", "version: 2.0.0").replace(dropped, ""))
+    assert run("plan")[0] == 0
+    (pending,) = sorted(p.stem for p in (project / "migrations/shop.events").glob("0002_*.sql"))
+    _, out = run("status", "--format", "json")
+    (row,) = json.loads(out)["tables"]
+    assert (row["stamped"], [p["migration"] for p in row["pending"]]) == ("1.0.0", [pending]), row
+    code, out = run("drift")
+    assert code == 1, out
+    assert "missing-table" not in out and "does not read" not in out, out
+    assert "✗ alias-view: alias view shop.events does not serve the contract's columns and types" in out, out
+    assert out.splitlines()[0].startswith("shop.events (shop.events__v1): "), out
+    assert "✗ stamp: stamped version 1.0.0, contract version 2.0.0" in out, out
+    assert "✗ extra-column: column quantity int is not in the contract" in out, out
+
+
+def test_status_after_a_fresh_create_lists_no_old_phases(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 item 8: a table created at its contract's version has nothing pending, whatever the history
+    of migrations that other warehouses went through (the project's own sales.orders: four migrations)."""
+    import shutil
+
+    repo = Path(__file__).resolve().parents[2]
+    shutil.copytree(repo / "contracts", tmp_path / "contracts")
+    shutil.copytree(repo / "migrations", tmp_path / "migrations")
+    monkeypatch.chdir(tmp_path)
+    assert run("create", "contracts/sales/orders.yaml")[0] == 0
+    _, out = run("status", "--format", "json", "contracts/sales/orders.yaml")
+    (row,) = json.loads(out)["tables"]
+    assert len(list((tmp_path / "migrations/sales.orders").glob("*.sql"))) == 4
+    assert (row["stamped"], row["pending"]) == ("3.0.0", []), row
+    code, out = run("status", "contracts/sales/orders.yaml")
+    assert code == 0 and out.splitlines()[-1].endswith("pending: none"), out
+
+
+def test_drift_keeps_every_deprecation_mark(project: Path) -> None:
+    """Issue 13 item 4: a column deprecated by one release and awaiting its drop keeps its mark (and its
+    clock) when the next release deprecates another one; drift shows both as awaiting their drop."""
+    from delta_contracts.apply import apply
+    from delta_contracts.engine.local import LocalEngine
+
+    contract = project / "contracts/shop/events.yaml"
+    contract.write_text(EVENTS.replace("columns:\n", "columns:\n  - {name: note, type: string}\n"))
+    assert run("plan")[0] == 0
+    contract.write_text(EVENTS.replace("version: 1.0.0", "version: 2.0.0"))  # drops note
+    assert run("plan")[0] == 0
+    kind = "  - {name: kind, type: string, checks: {enum: [view, buy]}}\n"
+    contract.write_text(EVENTS.replace("version: 1.0.0", "version: 3.0.0").replace(kind, ""))
+    assert run("plan")[0] == 0
+    with LocalEngine(project / "warehouse") as engine:
+        applied = apply(engine, project / "migrations", phases=["expand", "populate", "cutover"])
+        assert applied.exit_code == 0, applied.failure
+        from deltalake import DeltaTable
+
+        marks = DeltaTable(str(project / "warehouse/shop/events")).metadata().configuration
+    marked = json.loads(marks["delta_contracts.deprecated.columns"])
+    assert sorted(marked) == ["kind", "note"], marks
+    _, out = run("drift")
+    assert "extra-column" not in out, out
+    assert out.count("deprecated, awaiting drop") == 2, out

@@ -175,3 +175,32 @@ def test_a_missing_path_is_one_message_for_every_command(tmp_path: Path) -> None
     for command in (["lint"], ["plan"], ["diff", "--base", "HEAD"]):
         code, out = run(*command, str(tmp_path / "nope"))
         assert (code, out.strip()) == (2, f"error: no such file or folder: {tmp_path / 'nope'}"), command
+
+
+@pytest.mark.parametrize(("target", "required"), [("delta-4", "minor"), ("delta-3", "major")])
+def test_widening_is_classified_for_the_projects_target_as_plan_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, required: str
+) -> None:
+    """Issue 13 item 5: int -> bigint is a widening on Delta 4 but a new versioned table on Delta 3: `diff`
+    reads the target from contracts.yml and requires the bump `plan` requires, and `plan` refuses what `diff`
+    refuses with the same words."""
+    (tmp_path / "contracts/shop").mkdir(parents=True)
+    (tmp_path / "contracts/contracts.yml").write_text(f"target: {target}\ndefaults: {{owner: {{team: t}}}}\n")
+    head = "apiVersion: delta-contracts/v1\nid: shop.items\nversion: {v}\ncolumns:\n"
+    old = tmp_path / "old.yaml"
+    old.write_text(head.format(v="1.0.0") + "  - {name: qty, type: int}\n")
+    new = tmp_path / "contracts/shop/items.yaml"
+    new.write_text(head.format(v="1.1.0") + "  - {name: qty, type: bigint}\n")
+    monkeypatch.chdir(tmp_path)
+    code, out = run("diff", str(old), str(new))
+    assert f"requires {required}, declared minor" in out, out
+    assert code == (0 if required == "minor" else 1), out
+    if required == "major":
+        shutil.copy(old, new)
+        assert run("plan")[0] == 0  # 1.0.0 planned as the first migration
+        new.write_text(head.format(v="1.1.0") + "  - {name: qty, type: bigint}\n")
+        code, planned = run("plan")
+        assert code != 0, planned
+        violations = [line.strip().removeprefix("✗ ") for line in out.splitlines() if "✗" in line]
+        assert len(violations) == 2, out
+        assert all(violation in planned for violation in violations), (violations, planned)

@@ -1,14 +1,17 @@
-"""A new user's journey (issue 13): a contract of one's own, `shop.events`, taken through nine versions —
-additive, NOT NULL with a default, tightening, rename, drop, widening, versioned, and a breaking change on the
-versioned table — each step planned with the CLI, applied op by op on the default (local) engine to a table
-that holds rows, then checked with `status`, `drift` and the rows read through the table's name.
-"""
+"""A new user's journey (issue 13): a contract of one's own, `shop.events`, taken through twelve versions
+covering every change kind — additive, NOT NULL with a default, loosened check with description and property
+changes, tightening, widening, rename, drop, NOT NULL filled by an expression with a NOT NULL column made
+nullable, the switch to a versioned table, a narrowing type change with its conversion, and a partitioning
+change — each step planned with the CLI, applied on the default (local) engine to a table that holds rows,
+then checked with `create`, `status`, `drift` and the rows read through the table's name."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -33,53 +36,181 @@ HEAD = """\
 apiVersion: delta-contracts/v1
 id: shop.events
 version: {version}
-description: What shoppers did.
-table: {{partitioned_by: [event_date]{versioning}}}
+description: {description}
+table: {{partitioned_by: [{partition}]{versioning}{properties}}}
 columns:
 """
 
 EVENT_ID = "  - {name: event_id, type: bigint, nullable: false}\n"
 KIND = "  - {name: kind, type: string, checks: {enum: [view, buy, cart]}}\n"
-KIND_TIGHT = "  - {name: kind, type: string, checks: {enum: [view, buy]}}\n"
+KIND_LOOSE = "  - {name: kind, type: string, checks: {enum: [view, buy, cart, return]}}\n"
+KIND_TIGHT = "  - {name: kind, type: string, checks: {enum: [view, buy, return]}}\n"
 PAGE_URL = "  - {name: page_url, type: string}\n"
 URL = "  - {name: url, type: string, renamed_from: page_url}\n"
+URL_PLAIN = "  - {name: url, type: string}\n"
 QUANTITY = "  - {name: quantity, type: int}\n"
 QUANTITY_WIDE = "  - {name: quantity, type: bigint}\n"
+PRICE = "  - {name: price, type: 'decimal(10,2)'}\n"
+PRICE_CENTS = (
+    "  - {name: price, type: bigint, description: Price in cents.,\n"
+    "     convert: {expression: 'CAST(price * 100 AS BIGINT)',\n"
+    "               inverse: 'CAST(price / 100 AS DECIMAL(10,2))'}}\n"
+)
+PRICE_CENTS_PLAIN = "  - {name: price, type: bigint, description: Price in cents.}\n"
 EVENT_DATE = "  - {name: event_date, type: date}\n"
 REFERRER = "  - {name: referrer, type: string}\n"
 CHANNEL = "  - {name: channel, type: string, nullable: false, default: web}\n"
+CHANNEL_NULLABLE = "  - {name: channel, type: string, default: web}\n"
+SESSION = (
+    "  - {name: session_id, type: string, nullable: false,\n"
+    "     fill: \"concat('s-', CAST(event_id AS STRING))\"}\n"
+)
+SESSION_PLAIN = "  - {name: session_id, type: string, nullable: false}\n"
+
+Row = dict[str, object]
+
+
+def _same(row: Row) -> Row:
+    return dict(row)
 
 
 @dataclass(frozen=True)
 class Step:
     version: str
+    change: str  # the change kind this step takes the table through
     columns: tuple[str, ...]
+    shown: Callable[[Row], Row] = _same  # how a row written before this step reads after it
     versioned: bool = False
+    partition: str = "event_date"
+    description: str = "What shoppers did."
+    properties: str = ""
 
     def text(self) -> str:
         versioning = ", versioning: versioned" if self.versioned else ""
-        return HEAD.format(version=self.version, versioning=versioning) + "".join(self.columns)
+        properties = f", properties: {{{self.properties}}}" if self.properties else ""
+        head = HEAD.format(
+            version=self.version,
+            description=self.description,
+            partition=self.partition,
+            versioning=versioning,
+            properties=properties,
+        )
+        return head + "".join(self.columns)
 
 
-URL_PLAIN = URL.replace(", renamed_from: page_url", "")
+def _renamed(row: Row) -> Row:
+    out = {("url" if k == "page_url" else k): v for k, v in row.items()}
+    return out
 
-# Widening comes first, on a column without CHECKs: on the local engine, ALTER COLUMN … TYPE fails with
-# "column 'quantity' does not exist" once delta-rs has committed to the table in the same engine session
-# (dropping a CHECK does), as issue 13 item 2 says (the local engine's to fix).
+
+def _without(name: str) -> Callable[[Row], Row]:
+    return lambda row: {k: v for k, v in row.items() if k != name}
+
+
+def _with(name: str, value: Callable[[Row], object]) -> Callable[[Row], Row]:
+    return lambda row: {**row, name: row.get(name, value(row))}
+
+
+def _in_cents(row: Row) -> Row:
+    price = row["price"]
+    assert isinstance(price, Decimal)
+    return {**row, "price": int(price * 100)}
+
+
+# Every change kind, in an order a team would meet them. Widening comes after delta-rs has committed to the
+# table in this engine session (the tightening's DROP CONSTRAINT), where Sail's ALTER COLUMN used to fail
+# after committing (issue 13 item 2).
+BASE = (EVENT_ID, KIND, PAGE_URL, QUANTITY, PRICE, EVENT_DATE)
 STEPS = (
-    Step("1.0.0", (EVENT_ID, KIND, PAGE_URL, QUANTITY, EVENT_DATE)),  # create
-    Step("1.1.0", (EVENT_ID, KIND, PAGE_URL, QUANTITY_WIDE, EVENT_DATE)),  # widening
-    Step("1.2.0", (EVENT_ID, KIND, PAGE_URL, QUANTITY_WIDE, EVENT_DATE, REFERRER)),  # additive
+    Step("1.0.0", "create", BASE),
+    Step("1.1.0", "add nullable column", (*BASE, REFERRER), _with("referrer", lambda r: None)),
     Step(
-        "1.3.0", (EVENT_ID, KIND, PAGE_URL, QUANTITY_WIDE, EVENT_DATE, REFERRER, CHANNEL)
-    ),  # NOT NULL, default
+        "1.2.0",
+        "add NOT NULL column with default",
+        (*BASE, REFERRER, CHANNEL),
+        _with("channel", lambda r: "web"),
+    ),
     Step(
-        "2.0.0", (EVENT_ID, KIND_TIGHT, PAGE_URL, QUANTITY_WIDE, EVENT_DATE, REFERRER, CHANNEL)
-    ),  # tightening
-    Step("3.0.0", (EVENT_ID, KIND_TIGHT, URL, QUANTITY_WIDE, EVENT_DATE, REFERRER, CHANNEL)),  # rename
-    Step("4.0.0", (EVENT_ID, KIND_TIGHT, URL_PLAIN, QUANTITY_WIDE, EVENT_DATE, CHANNEL)),  # drop
-    Step("5.0.0", (EVENT_ID, KIND_TIGHT, URL_PLAIN, QUANTITY_WIDE, EVENT_DATE, CHANNEL), versioned=True),
-    Step("6.0.0", (EVENT_ID, KIND_TIGHT, URL_PLAIN, QUANTITY_WIDE, EVENT_DATE), versioned=True),  # drop: __v6
+        "1.3.0",
+        "loosen a check, change description and a table property",
+        (EVENT_ID, KIND_LOOSE, PAGE_URL, QUANTITY, PRICE, EVENT_DATE, REFERRER, CHANNEL),
+        description="What shoppers did, one row per event.",
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "2.0.0",
+        "tighten a check",
+        (EVENT_ID, KIND_TIGHT, PAGE_URL, QUANTITY, PRICE, EVENT_DATE, REFERRER, CHANNEL),
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "2.1.0",
+        "widen a type",
+        (EVENT_ID, KIND_TIGHT, PAGE_URL, QUANTITY_WIDE, PRICE, EVENT_DATE, REFERRER, CHANNEL),
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "3.0.0",
+        "rename a column",
+        (EVENT_ID, KIND_TIGHT, URL, QUANTITY_WIDE, PRICE, EVENT_DATE, REFERRER, CHANNEL),
+        _renamed,
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "4.0.0",
+        "drop a column",
+        (EVENT_ID, KIND_TIGHT, URL_PLAIN, QUANTITY_WIDE, PRICE, EVENT_DATE, CHANNEL),
+        _without("referrer"),
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "5.0.0",
+        "add NOT NULL column without default (filled), make a NOT NULL column nullable",
+        (EVENT_ID, KIND_TIGHT, URL_PLAIN, QUANTITY_WIDE, PRICE, EVENT_DATE, CHANNEL_NULLABLE, SESSION),
+        _with("session_id", lambda r: f"s-{r['event_id']}"),
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "6.0.0",
+        "switch to a versioned table behind the alias view",
+        (EVENT_ID, KIND_TIGHT, URL_PLAIN, QUANTITY_WIDE, PRICE, EVENT_DATE, CHANNEL_NULLABLE, SESSION_PLAIN),
+        versioned=True,
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "7.0.0",
+        "narrowing type change with an explicit conversion",
+        (
+            EVENT_ID,
+            KIND_TIGHT,
+            URL_PLAIN,
+            QUANTITY_WIDE,
+            PRICE_CENTS,
+            EVENT_DATE,
+            CHANNEL_NULLABLE,
+            SESSION_PLAIN,
+        ),
+        _in_cents,
+        versioned=True,
+        properties="shop.tier: gold",
+    ),
+    Step(
+        "8.0.0",
+        "change partitioning",
+        (
+            EVENT_ID,
+            KIND_TIGHT,
+            URL_PLAIN,
+            QUANTITY_WIDE,
+            PRICE_CENTS_PLAIN,
+            EVENT_DATE,
+            CHANNEL_NULLABLE,
+            SESSION_PLAIN,
+        ),
+        versioned=True,
+        partition="kind",
+        properties="shop.tier: gold",
+    ),
 )
 
 
@@ -106,12 +237,12 @@ def names(step: Step) -> list[str]:
     return [line.split("name: ", 1)[1].split(",", 1)[0] for line in step.columns]
 
 
-def test_nine_versions_of_one_table(project: Path) -> None:
+def test_every_change_kind_on_one_table(project: Path) -> None:
     from delta_contracts.apply import apply
     from delta_contracts.engine.local import LocalEngine
 
     contract = project / "contracts/shop/events.yaml"
-    rows: list[dict[str, object]] = []  # what readers must see, by column
+    rows: list[Row] = []  # what readers must see, by column
     with LocalEngine(project / "warehouse") as engine:
         for n, step in enumerate(STEPS):
             before = project / "before.yaml"  # the last version, kept outside the project
@@ -144,26 +275,15 @@ def test_nine_versions_of_one_table(project: Path) -> None:
                 0,
                 f"shop.events {step.version}: verified {physical(step)}",
             )
-            rows = expected_rows(step, rows)
+            rows = [step.shown(row) for row in rows]
             status = check_status(step)
             write(engine, step, status["write"], event_id=n + 1, rows=rows)
             code, out = run("drift")
             assert (code, out.splitlines()[0]) == (0, f"shop.events ({physical(step)}): no drift"), out
             seen = engine.sql("SELECT * FROM `shop`.`events` ORDER BY `event_id`")  # what readers query
             assert [set(r) for r in seen] == [set(names(step))] * len(rows), step.version
-            assert [{k: r[k] for k in names(step)} for r in seen] == rows, step.version
+            assert [{k: r[k] for k in names(step)} for r in seen] == rows, (step.version, step.change)
     assert len(rows) == len(STEPS)  # one row written at every version, all still there
-
-
-def expected_rows(step: Step, rows: list[dict[str, object]]) -> list[dict[str, object]]:
-    """The rows written so far, as the new version shows them."""
-    out = []
-    for row in rows:
-        shown = {k if k != "page_url" or "url" not in names(step) else "url": v for k, v in row.items()}
-        if "channel" in names(step) and "channel" not in shown:
-            shown["channel"] = "web"
-        out.append({k: shown.get(k) for k in names(step)})
-    return out
 
 
 def check_status(step: Step) -> dict[str, object]:
@@ -179,26 +299,34 @@ def check_status(step: Step) -> dict[str, object]:
     return row  # type: ignore[no-any-return]
 
 
-def write(engine: Engine, step: Step, table: object, *, event_id: int, rows: list[dict[str, object]]) -> None:
+def write(engine: Engine, step: Step, table: object, *, event_id: int, rows: list[Row]) -> None:
     """A producer writes one row of the current shape to the table status says writers use."""
-    from datetime import date
-
+    cents = PRICE_CENTS_PLAIN in step.columns or PRICE_CENTS in step.columns
     values: dict[str, object] = {
         "event_id": event_id,
         "kind": "buy",
         "page_url": f"/p/{event_id}",
         "url": f"/p/{event_id}",
         "quantity": event_id,
+        "price": event_id * 100 + 25 if cents else Decimal(f"{event_id}.25"),
         "event_date": date(2026, 11, event_id),
         "referrer": "search",
         "channel": "app",
+        "session_id": f"s-{event_id}",
     }
     row = {k: values[k] for k in names(step)}
     columns = ", ".join(f"`{k}`" for k in row)
-    literals = ", ".join(
-        f"DATE'{v.isoformat()}'" if isinstance(v, date) else (f"'{v}'" if isinstance(v, str) else str(v))
-        for v in row.values()
-    )
+    literals = ", ".join(_literal(v) for v in row.values())
     schema, name = str(table).split(".")
     engine.sql(f"INSERT INTO `{schema}`.`{name}` ({columns}) VALUES ({literals})")
     rows.append(row)
+
+
+def _literal(value: object) -> str:
+    if isinstance(value, date):
+        return f"DATE'{value.isoformat()}'"
+    if isinstance(value, Decimal):
+        return f"CAST('{value}' AS DECIMAL(10,2))"
+    if isinstance(value, str):
+        return f"'{value}'"
+    return str(value)

@@ -3,7 +3,8 @@
 One scan per table: the row rules become conditional counts, completeness `count(column)`, freshness
 `max(column)`, volume `count(*)` and each unique key `count(keyed rows) - count(DISTINCT key)`, all in the
 same SELECT (the engines plan the distinct counts as a second stage of the same scan, not a second scan).
-Sample rows are fetched afterwards, only for the rules that failed.
+The sample rows of every failing rule come afterwards from one more query (`quality.samples`), and only when
+a row rule or a unique key failed.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from delta_contracts.contract.types import canonical
 from delta_contracts.live import LiveTable
 from delta_contracts.plan import expressions as x
 from delta_contracts.quality.rules import RowRule, duration, row_rules
+from delta_contracts.quality.samples import build_sample_query
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -217,7 +219,8 @@ def evaluate(contract: Contract, query: ValidationQuery, row: dict[str, Any]) ->
 def validate_table(
     engine: Engine, contract: Contract, table: TableId, *, samples: int = SAMPLE_ROWS
 ) -> TableReport:
-    """Validate one live table against its contract: one aggregate query, then samples of what failed."""
+    """Validate one live table against its contract: one aggregate query, then (only when a row rule or a
+    unique key failed) one more query for the sample rows of every failing rule."""
     name = ".".join(table)
     live = engine.describe(table)
     if live is None:
@@ -225,38 +228,21 @@ def validate_table(
     query = build_query(contract, table, live)
     (row,) = engine.sql(query.sql)
     results = [*schema_results(contract, live), *evaluate(contract, query, row)]
-    by_name = {rule.name: rule for _, rule in query.rules}
-    keys = {_unique_name(key): key for _, key in query.unique}
-    with_samples = []
-    for result in results:
-        if not result.passed and samples and result.failing:
-            if result.name in by_name:
-                found = engine.sample_where(table, by_name[result.name].violation, samples)
-                result = _with_samples(result, found)
-            elif result.name in keys:
-                result = _with_samples(
-                    result, engine.sql(x.sql(_duplicates(table, keys[result.name], samples)))
-                )
-        with_samples.append(result)
-    return TableReport(contract.id, contract.version, name, int(row.get(_ROWS) or 0), tuple(with_samples))
-
-
-def _with_samples(result: RuleResult, rows: list[dict[str, Any]]) -> RuleResult:
-    return RuleResult(result.name, result.kind, result.passed, result.failing, result.detail, tuple(rows))
-
-
-def _duplicates(table: TableId, key: Sequence[str], limit: int) -> exp.Select:
-    count = exp.Count(this=exp.Star())
-    columns = [x.column(k) for k in key]
-    not_null = exp.and_(*(exp.Not(this=exp.Is(this=x.column(k), expression=exp.Null())) for k in key))
-    return (
-        exp.select(*columns, count.as_("duplicates"))
-        .from_(x.table(table))
-        .where(not_null)
-        .group_by(*columns)
-        .having(exp.GT(this=count.copy(), expression=exp.Literal.number(1)))
-        .limit(limit)
+    failing = {r.name for r in results if not r.passed and r.failing}
+    sampled = build_sample_query(
+        table,
+        [rule for _, rule in query.rules if rule.name in failing],
+        [(_unique_name(key), key) for _, key in query.unique if _unique_name(key) in failing],
+        samples,
     )
+    if sampled is not None and samples:
+        found = sampled.samples(engine.sql(sampled.sql), samples)
+        results = [_with_samples(r, found[r.name]) if r.name in found else r for r in results]
+    return TableReport(contract.id, contract.version, name, int(row.get(_ROWS) or 0), tuple(results))
+
+
+def _with_samples(result: RuleResult, rows: tuple[dict[str, Any], ...]) -> RuleResult:
+    return RuleResult(result.name, result.kind, result.passed, result.failing, result.detail, rows)
 
 
 def _jsonable(value: Any) -> Any:

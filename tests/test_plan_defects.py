@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import pytest
 
+from delta_contracts.contract.model import Contract
 from delta_contracts.diff.compare import diff
 from delta_contracts.diff.policy import refusals, verdict
 from delta_contracts.live import LiveColumn, LiveTable
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere, holds
 from delta_contracts.plan.ops import CopyRows, CreateView, DropCheck, Phase, StampContract
 from delta_contracts.plan.planner import PlanError, plan
+from delta_contracts.plan.render import render
+from delta_contracts.plan.serialize import op_from_data, op_to_data
 from delta_contracts.plan.sqlfile import comment_text, render_sql_file
 from delta_contracts.target import Target
 from tests.recipes import base_contract, pair
@@ -196,3 +200,78 @@ def test_deprecation_marks_accumulate_each_with_its_own_clock() -> None:
     assert "delta_contracts.deprecated.column.legacy_channel" not in props  # its clock keeps running
     (drop,) = [op for op in migration.ops if isinstance(op, DropColumns)]
     assert drop.gate.deprecated_by == "delta_contracts.deprecated.column.status"
+
+
+def _keyed_pair(unique: list[list[str]], properties: dict[str, str]) -> tuple[Contract, Contract]:
+    """A versioned table narrowed to a new major (a copy into `__v3`), with a key and properties."""
+    old, new = pair("narrow_type", "versioned")
+    table = old.table.model_copy(update={"properties": properties})
+    quality = old.quality.model_copy(update={"unique": tuple(tuple(k) for k in unique)})
+    old = old.model_copy(update={"table": table, "quality": quality})
+    new = new.model_copy(update={"table": table, "quality": quality})
+    return old, new
+
+
+FEED = {"delta.enableChangeDataFeed": "true"}
+
+
+@pytest.mark.parametrize(
+    ("unique", "properties", "strategy", "why"),
+    [
+        ([["txn_id"]], FEED, CatchUpStrategy.CHANGE_FEED, None),
+        ([["txn_id"]], {}, CatchUpStrategy.MERGE_ON_KEY, None),
+        ([["attempts"]], FEED, CatchUpStrategy.MERGE_ON_KEY, None),  # a nullable key: no feed by key
+        ([], FEED, None, "no unique key (`quality.unique`) to merge on (the change data feed"),
+        ([], {}, None, "no unique key (`quality.unique`) to merge on, and payments.transactions__v2 records"),
+    ],
+)
+def test_cutover_catch_up_copies_only_what_changed_where_it_can(
+    unique: list[list[str]], properties: dict[str, str], strategy: CatchUpStrategy | None, why: str | None
+) -> None:
+    old, new = _keyed_pair(unique, properties)
+    migration, _ = plan(old, new, Target.DELTA_4)
+    (populate,) = migration.phase(Phase.POPULATE)
+    assert isinstance(populate, CopyRows)  # the first copy reads everything, whatever the strategy
+    catch_up = migration.phase(Phase.CUTOVER)[0]
+    whole = [w for w in migration.warnings if "copies the whole table" in w or "O(table)" in w]
+    if strategy is None:
+        assert isinstance(catch_up, CopyRows)
+        assert catch_up.source == populate.source and catch_up.mapping == populate.mapping
+        (warning,) = whole
+        assert why is not None and why in warning
+        return
+    assert isinstance(catch_up, CatchUpRows)
+    assert catch_up.strategy is strategy
+    assert catch_up.key == tuple(unique[0])
+    assert (catch_up.source, catch_up.mapping, catch_up.rejects) == (
+        populate.source,
+        populate.mapping,
+        populate.rejects,
+    )
+    assert catch_up.precondition() == populate.precondition()  # the same pre-check of the source rows
+    assert catch_up.postcondition() == populate.postcondition()  # rerunnable until the source retires
+    assert whole == []
+    assert op_from_data(op_to_data(catch_up)) == catch_up  # round-trips through a migration file
+    statement = render(catch_up)
+    assert statement.startswith("MERGE INTO `payments`.`transactions__v3` AS `t`")
+    text = render_sql_file(migration, migration_id="0002", target=Target.DELTA_4)
+    assert statement + ";" in text
+    if strategy is CatchUpStrategy.CHANGE_FEED:
+        assert "TABLE_CHANGES('`payments`.`transactions__v2`', :start_version)" in statement
+        assert "NOT MATCHED BY SOURCE" not in statement  # deletes come from the feed
+    else:
+        assert "FROM `payments`.`transactions__v2`) AS `s`" in statement
+        assert statement.endswith("WHEN NOT MATCHED BY SOURCE THEN DELETE")
+
+
+def test_change_feed_catch_up_reads_from_after_the_version_the_copy_could_have_read() -> None:
+    from delta_contracts.live import Commit
+
+    def commits(*stamps: tuple[int, int]) -> list[Commit]:
+        return [Commit(v, "WRITE", ms, None, None) for v, ms in stamps]
+
+    old = commits((0, 1_000), (1, 2_000), (2, 10_000), (3, 20_000))
+    assert change_feed_start(old, commits((0, 15_000), (1, 16_000))) == 3  # version 2 was there at creation
+    assert change_feed_start(old, commits((0, 10_500))) == 2  # within the clock margin: read it again
+    assert change_feed_start(old, commits((0, 500))) == 0
+    assert change_feed_start(old, commits((0, 30_000))) is None  # nothing written since

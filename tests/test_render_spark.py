@@ -170,3 +170,25 @@ def test_hostile_literals_read_back_by_spark(text: str) -> None:
         dialect="databricks"
     )
     assert classic_session().sql(query).collect()[0][0] == text
+
+
+@needs_spark
+def test_catch_up_merges_parse_once() -> None:
+    """The cutover catch-up MERGE of each strategy (no recipe has a unique key): the migration file's form,
+    with its `:start_version` placeholder, and the form the engine runs with the version bound."""
+    import dataclasses
+
+    from delta_contracts.plan import expressions as x
+    from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, merge_statement
+
+    old, new = pair("narrow_type", "versioned")
+    quality = new.quality.model_copy(update={"unique": (("txn_id",),)})
+    table = new.table.model_copy(update={"properties": {"delta.enableChangeDataFeed": "true"}})
+    old, new = (c.model_copy(update={"quality": quality, "table": table}) for c in (old, new))
+    migration, _ = plan(old, new, Target.DELTA_4)
+    (op,) = [o for o in migration.ops if isinstance(o, CatchUpRows)]
+    statements = [render(op), x.sql(merge_statement(op, 12))]
+    keyed = dataclasses.replace(op, strategy=CatchUpStrategy.MERGE_ON_KEY)
+    statements.append(render(keyed))
+    for statement in statements:
+        assert_one_statement(statement)

@@ -42,6 +42,7 @@ from delta_contracts.engine.local_routes import TableFacts, Tool, project, route
 from delta_contracts.engine.rewrite import StepHook
 from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.plan import expressions as x
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import (
     AddCheck,
     CopyRows,
@@ -347,6 +348,11 @@ class LocalEngine(Engine):
         return self._outcome(op, "sql")
 
     @_by_sail.register
+    def _(self, op: CatchUpRows, tag: str | None) -> OpOutcome:
+        self.sql(render(replace(op, source=self.local_id(op.source))))
+        return self._outcome(op, "sql", f"merged on {', '.join(op.key)}")
+
+    @_by_sail.register
     def _(self, op: CreateView, tag: str | None) -> OpOutcome:
         # Sail has no ALTER VIEW … AS: the alias is swapped with CREATE OR REPLACE VIEW.
         from delta_contracts.plan.render import view_query_sql
@@ -450,6 +456,8 @@ def _sail_refusal(op: Op) -> str | None:
     """What Sail 0.7.2 cannot do faithfully on any path (measured)."""
     if isinstance(op, SetNotNull):
         return "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)"
+    if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED:
+        return "Sail 0.7.2 has no table_changes to read a Change Data Feed; use --engine spark"
     if isinstance(op, SetClustering) or (isinstance(op, CreateTable) and op.clustered_by):
         return "Sail 0.7.2 has no CLUSTER BY; use --engine spark for liquid clustering"
     properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}

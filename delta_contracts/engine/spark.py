@@ -20,6 +20,7 @@ from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
 from delta_contracts.plan import expressions as x
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
 from delta_contracts.plan.render import render
 
@@ -166,7 +167,9 @@ class SparkEngine(Engine):
         try:
             if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
                 self.sql(x.sql(exp_create_schema(op.table[:-1])))
-            self.sql(render(op))
+            statement = self._statement(op)
+            if statement is not None:
+                self.sql(statement)
         except PySparkException as err:
             raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
         finally:
@@ -175,6 +178,14 @@ class SparkEngine(Engine):
         target = op.new_name if isinstance(op, RenameTable) else op.table
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
         return OpOutcome(op.kind, ".".join(target), version, "sql")
+
+    def _statement(self, op: Op) -> str | None:
+        """The op's SQL; a change-feed catch-up gets the source version to read changes from bound here (and
+        has nothing to run when the source has no commit since)."""
+        if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED:
+            start = change_feed_start(self.history(op.source), self.history(op.table))
+            return None if start is None else x.sql(merge_statement(op, start))
+        return render(op)
 
     def _describe_rows(
         self, kind: str, table: TableId, *columns: str, limit: int | None = None

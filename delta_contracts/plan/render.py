@@ -7,6 +7,7 @@ from functools import singledispatch
 from sqlglot import exp
 
 from delta_contracts.plan import expressions as x
+from delta_contracts.plan.catch_up import CatchUpRows, merge_statement
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -168,6 +169,11 @@ def copy_select(op: CopyRows) -> exp.Select:
 def _(op: CopyRows) -> exp.Expr:
     target = exp.Schema(this=x.table(op.table), expressions=[x.ident(name) for name, _ in op.mapping])
     return exp.Insert(this=target, expression=copy_select(op), overwrite=True)
+
+
+@build.register
+def _(op: CatchUpRows) -> exp.Expr:
+    return merge_statement(op)
 
 
 @build.register

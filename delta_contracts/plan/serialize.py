@@ -5,7 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import OPS_BY_KIND, ColumnSpec, Gate, Migration, Op, Phase
+
+# Op kinds defined outside `ops` (kept small) are known here too.
+KINDS: dict[str, type[Op]] = {**OPS_BY_KIND, CatchUpRows.kind: CatchUpRows}
 
 
 def _plain(value: Any) -> Any:
@@ -32,7 +36,7 @@ def _tuples(value: Any) -> Any:
 def op_from_data(data: dict[str, Any]) -> Op:
     fields = dict(data)
     kind = fields.pop("kind")
-    cls = OPS_BY_KIND.get(kind)
+    cls = KINDS.get(kind)
     if cls is None:
         raise ValueError(f"unknown op kind '{kind}'")
     out: dict[str, Any] = {}

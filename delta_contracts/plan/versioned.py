@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from delta_contracts.contract.model import Contract, Versioning
 from delta_contracts.contract.pairing import ColumnPairing, pair_columns
 from delta_contracts.contract.types import canonical
@@ -22,6 +20,7 @@ from delta_contracts.plan.building import (
     stamp_op,
     versioned_name,
 )
+from delta_contracts.plan.catch_up import choose_catch_up
 from delta_contracts.plan.ops import (
     CopyRows,
     CreateView,
@@ -75,8 +74,12 @@ def plan_versioned(
         reason="copy rows",
     )
     b.add(copy)
-    b.add(replace(copy, phase=Phase.CUTOVER, reason="catch rows written since populate"))
-    b.warn(f"{table_name(new_physical)}: the copy reads and writes the whole table: O(table)")
+    catch_up = choose_catch_up(copy, new, state.properties)
+    b.add(catch_up.op)
+    if catch_up.warning is not None:
+        b.warn(catch_up.warning)
+    if catch_up.note is not None:
+        b.notes.append(catch_up.note)
     retired = old_physical
     if old_physical == alias:
         retired = versioned_name(old)

@@ -1,0 +1,182 @@
+"""The cutover catch-up of a versioned migration, executed on real Delta (issue 13, item 12).
+
+Rows a producer writes to the old table between populate and cutover — a new row, an updated row, a deleted
+row — must be in the new table after the catch-up, and the catch-up must write only those: the counts come
+from the catch-up commit's `operationMetrics` in the new table's Delta log, read with delta-rs (not through
+the engine under test). Run a second time with nothing new, the catch-up changes no row.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import time
+from datetime import date
+from typing import Any
+
+import pytest
+from sqlglot import exp
+
+from delta_contracts.contract.model import Contract
+from delta_contracts.engine.base import Engine
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+from delta_contracts.plan.ops import Phase
+from delta_contracts.plan.planner import plan
+from delta_contracts.target import Target
+from tests.engine.conftest import location_of
+from tests.engine.recipe_run import (
+    ROWS,
+    checksum,
+    create_schema,
+    expected_rows,
+    read_through_name,
+    run_migration,
+    write_rows,
+)
+from tests.recipes import BASE, RECIPES
+
+pytestmark = pytest.mark.engine
+
+_schemas = itertools.count()
+MORE_ROWS = (
+    {
+        "txn_id": "t3",
+        "txn_amt_paise": 500,
+        "attempts": 1,
+        "status": "FAILED",
+        "legacy_channel": "app",
+        "txn_date": date(2026, 11, 3),
+    },
+    {
+        "txn_id": "t4",
+        "txn_amt_paise": 42,
+        "attempts": 0,
+        "status": "OK",
+        "legacy_channel": None,
+        "txn_date": date(2026, 11, 3),
+    },
+)
+NEW_ROW = {
+    "txn_id": "t5",
+    "txn_amt_paise": 77,
+    "attempts": 4,
+    "status": "OK",
+    "legacy_channel": "web",
+    "txn_date": date(2026, 11, 4),
+}
+
+
+def contracts(schema: str, properties: dict[str, str] | None = None) -> tuple[Contract, Contract]:
+    """A versioned table keyed on txn_id, narrowed to a new major (a copy into `__v3`)."""
+    old = copy.deepcopy(BASE)
+    old.update(id=f"{schema}.transactions", quality={"unique": [["txn_id"]]})
+    old["table"].update(versioning="versioned", properties=properties or {})
+    new = copy.deepcopy(old)
+    RECIPES["narrow_type"][1](new)
+    new["version"] = "3.0.0"
+    return Contract.model_validate(old), Contract.model_validate(new)
+
+
+def last_commit(location: str) -> dict[str, Any]:
+    from deltalake import DeltaTable
+
+    (entry,) = DeltaTable(location).history(1)
+    return dict(entry)
+
+
+def assert_wrote_nothing(first: dict[str, Any], second: dict[str, Any]) -> None:
+    """The catch-up run again with nothing new: no commit at all (Sail), or a MERGE that changed no row."""
+    if second["version"] == first["version"]:
+        return
+    assert second["operation"] == "MERGE", second
+    for name in ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted"):
+        assert int(second["operationMetrics"][name]) == 0, second["operationMetrics"]
+
+
+def produce(engine: Engine, table: tuple[str, ...]) -> None:
+    """What a producer of the old shape does between populate and cutover: one insert, update, delete."""
+    write_rows(engine, table, [NEW_ROW])
+    where = exp.EQ(this=x.column("txn_id"), expression=x.literal("t2"))
+    update = exp.Update(
+        this=x.table(table),
+        expressions=[exp.EQ(this=x.column("attempts"), expression=x.literal(3))],
+        where=exp.Where(this=where),
+    )
+    engine.sql(x.sql(update))
+    gone = exp.EQ(this=x.column("txn_id"), expression=x.literal("t3"))
+    engine.sql(x.sql(exp.Delete(this=x.table(table), where=exp.Where(this=gone))))
+
+
+def catch_up_case(engine: Engine, properties: dict[str, str] | None = None) -> dict[str, Any]:
+    """Create, fill, populate, produce, then cutover; the catch-up commit's metrics (first and second run),
+    and the rows read through the name against those the contracts say it must serve."""
+    schema = f"catchup{next(_schemas)}"
+    create_schema(engine, schema)
+    old, new = contracts(schema, properties)
+    created, state = plan(None, old, Target.DELTA_4)
+    engine.check_supported(created.ops)
+    run_migration(engine, created, "create")
+    write_rows(engine, state.physical, [*ROWS, *MORE_ROWS])
+    if properties:
+        time.sleep(1.5)  # the rows above were written before the new table: the feed is read after them
+    migration, _ = plan(old, new, Target.DELTA_4, state=state)
+    engine.check_supported(migration.ops)
+    catch_up = next(op for op in migration.ops if isinstance(op, CatchUpRows))
+    for op in (*migration.phase(Phase.EXPAND), *migration.phase(Phase.POPULATE)):
+        engine.apply_op(op)
+    produce(engine, state.physical)
+    expected = checksum(
+        expected_rows(old, new, engine.sql(x.sql(exp.select("*").from_(x.table(state.physical)))))
+    )
+    location = location_of(engine, catch_up.table)
+    metrics = []
+    for op in migration.phase(Phase.CUTOVER):
+        engine.apply_op(op)
+        if op == catch_up:
+            metrics.append(last_commit(location))
+            engine.apply_op(op)  # again, with nothing new
+            metrics.append(last_commit(location))
+    return {
+        "op": catch_up,
+        "first": metrics[0],
+        "second": metrics[1],
+        "served": checksum(read_through_name(engine, new)),
+        "expected": expected,
+    }
+
+
+def test_merge_on_key_writes_only_the_changed_rows(local_or_spark: Engine) -> None:
+    run = catch_up_case(local_or_spark)
+    assert run["op"].strategy is CatchUpStrategy.MERGE_ON_KEY
+    first, second = run["first"], run["second"]
+    assert first["operation"] == "MERGE", first
+    counts = {k: int(first["operationMetrics"][k]) for k in ("numTargetRowsInserted", "numTargetRowsUpdated")}
+    assert counts == {"numTargetRowsInserted": 1, "numTargetRowsUpdated": 1}, first["operationMetrics"]
+    assert int(first["operationMetrics"]["numTargetRowsDeleted"]) == 1, first["operationMetrics"]
+    assert int(first["operationMetrics"]["numSourceRows"]) == 4  # every row of the old table is read
+    assert_wrote_nothing(first, second)
+    assert run["served"] == run["expected"]
+
+
+def test_change_feed_reads_only_the_changes(spark_engine: Engine) -> None:
+    run = catch_up_case(spark_engine, {"delta.enableChangeDataFeed": "true"})
+    assert run["op"].strategy is CatchUpStrategy.CHANGE_FEED
+    first, second = run["first"], run["second"]
+    assert first["operation"] == "MERGE", first
+    metrics = {k: int(v) for k, v in first["operationMetrics"].items() if k.startswith("numTarget")}
+    assert metrics["numTargetRowsInserted"] == 1, metrics
+    assert metrics["numTargetRowsUpdated"] == 1, metrics
+    assert metrics["numTargetRowsDeleted"] == 1, metrics
+    # The source is the latest change of each changed key (t2, t3, t5), not the old table's 4 rows.
+    assert int(first["operationMetrics"]["numSourceRows"]) == 3, first["operationMetrics"]
+    assert_wrote_nothing(first, second)
+    assert run["served"] == run["expected"]
+
+
+def test_local_refuses_the_change_feed_catch_up_before_running(local_engine: Engine) -> None:
+    old, new = contracts("refused", {"delta.enableChangeDataFeed": "true"})
+    migration, _ = plan(old, new, Target.DELTA_4)
+    catch_up = next(op for op in migration.ops if isinstance(op, CatchUpRows))
+    reason = local_engine.unsupported_reason(catch_up)
+    assert reason is not None and "table_changes" in reason

@@ -1,21 +1,24 @@
-"""Pinned reads of sales.orders across its committed history (migrations/sales.orders), op by op.
+"""Pinned reads of sales.orders across its committed history (migrations/sales.orders, copied under a schema
+of the test's own), applied step by step with the apply API.
 
 1.x lived in place; 2.0.0 renamed amount in place (the 1.x columns stay, deprecated, until the contract
-phase drops them); 3.0.0 moved to a versioned table behind the alias view, the 2.0.0 table deprecated and,
-after its drop, replaced by a compatibility view.
+phase drops them: that is what serves ^1, then ^1 fails); 3.0.0 moved to a versioned table behind the alias
+view, the 2.0.0 table deprecated and, after its drop, replaced by a compatibility view (that is what serves
+^2 from then on: no committed migration drops it). No version of this history leaves a compatibility view in
+the 1.x shape, since 1.x -> 2.0.0 was in place: the deprecated 1.x columns play that part for ^1.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from delta_contracts.apply import apply
 from delta_contracts.engine.base import Engine
 from delta_contracts.plan.migrations import load_history
-from delta_contracts.plan.ops import Phase
 from delta_contracts.quality.read import (
     DeprecatedVersionWarning,
     PinNotServedError,
@@ -23,27 +26,14 @@ from delta_contracts.quality.read import (
     read,
     resolve,
 )
+from tests.engine.apply_support import ROWS, insert_rows, with_schema
 
 pytestmark = pytest.mark.engine
 
-REPO = Path(__file__).resolve().parents[2]
-MIGRATIONS = REPO / "migrations"
 
-
-@pytest.fixture
-def orders_engine(engine: Engine) -> Iterator[Engine]:
-    yield engine
-    for view in ("`sales`.`orders`", "`sales`.`orders__v2`"):
-        if engine.name == "spark":
-            engine.sql(f"DROP VIEW IF EXISTS {view}")
-    if engine.name == "spark":
-        for table in ("`sales`.`orders`", "`sales`.`orders__v2`", "`sales`.`orders__v3`"):
-            engine.sql(f"DROP TABLE IF EXISTS {table}")
-
-
-def served(engine: Engine, spec: str) -> tuple[str, str, str]:
-    found = resolve(engine, "sales.orders", spec, migrations=MIGRATIONS)
-    return found.kind, found.version, found.name
+def served(engine: Engine, contract: str, spec: str, migrations: Path) -> tuple[str, str, str]:
+    found = resolve(engine, contract, spec, migrations=migrations)
+    return found.kind, found.version, found.name.split(".", 1)[1]
 
 
 def test_specs() -> None:
@@ -56,55 +46,64 @@ def test_specs() -> None:
         parse_spec(">=2")
 
 
-def test_pinned_reads_across_the_orders_history(orders_engine: Engine, tmp_path: Path) -> None:
-    engine = orders_engine
-    engine.sql("CREATE SCHEMA IF NOT EXISTS `sales`")
-    first, second, third, fourth = load_history(MIGRATIONS / "sales.orders")
+def test_pinned_reads_across_the_orders_history(engine: Engine, tmp_path: Path) -> None:
+    """Each step is applied with the apply API, its contract phase held by the gate until forced."""
+    migrations, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
 
-    def apply(ops: object) -> None:
-        for op in ops:  # type: ignore[attr-defined]
-            engine.apply_op(op)
+    def step(to_version: str | None = None, force: str | None = None) -> list[str]:
+        """Apply up to `to_version`; return the ops left waiting at a shut gate ("<migration>/<op>")."""
+        result = apply(engine, migrations, tables=[contract], to_version=to_version, force_reason=force)
+        assert result.exit_code == 0, (result.refused, result.failure)
+        return [f"{r.migration_id[:4]}/{r.index}" for r in result.waiting]
 
-    apply(first.migration.ops)
-    engine.sql(
-        "INSERT INTO `sales`.`orders` VALUES (1, 7, 12.00, 'PLACED', DATE'2026-11-01', "
-        "TIMESTAMP'2026-11-01 10:00:00')"
-    )
-    assert served(engine, "^1") == ("in_place", "1.0.0", "sales.orders")
-    apply(second.migration.ops)
-    assert served(engine, "^1") == ("in_place", "1.1.0", "sales.orders")
+    def pinned(spec: str) -> tuple[str, str, str]:
+        return served(engine, contract, spec, migrations)
 
-    expanding = [op for op in third.migration.ops if op.phase is not Phase.CONTRACT]
-    apply(expanding)
-    assert served(engine, "^2") == ("in_place", "2.0.0", "sales.orders")
-    # 1.x readers keep their columns (deprecated) until the contract phase drops them
-    assert served(engine, "^1") == ("deprecated_columns", "1.1.0", "sales.orders")
-    with pytest.warns(DeprecatedVersionWarning, match=r"sales.orders 1.1.0 .* move to sales.orders 3.0.0"):
-        old = read(engine, "sales.orders", "^1", migrations=MIGRATIONS)
-    assert old.columns == [c.name for c in second.contract.columns]
+    def pinned_read(spec: str) -> Any:
+        return read(engine, contract, spec, migrations=migrations)
+
+    assert step("1.0.0") == []
+    insert_rows(engine, schema, ROWS[:1])
+    assert pinned("^1") == ("in_place", "1.0.0", "orders")
+    assert step("1.1.0") == []
+    assert pinned("^1") == ("in_place", "1.1.0", "orders")
+
+    # 2.0.0 renames amount in place: 1.x readers keep their columns, deprecated, while the drop waits
+    assert step("2.0.0") == ["0003/12"]
+    assert pinned("^2") == ("in_place", "2.0.0", "orders")
+    assert pinned("^1") == ("deprecated_columns", "1.1.0", "orders")
+    with pytest.warns(DeprecatedVersionWarning, match=r"orders 1.1.0 .* move to \S+ 3.0.0.*window left"):
+        old = pinned_read("^1")
+    assert old.columns == [c.name for c in load_history(migrations / contract)[1].contract.columns]
     assert [str(r["amount"]) for r in old.collect()] == ["12.00"]
-    apply([op for op in third.migration.ops if op.phase is Phase.CONTRACT])
+    # the contract phase, forced past its window: the 1.x columns are dropped and ^1 fails, saying why
+    assert step("2.0.0", force="test: 1.x readers moved") == []
+    assert engine.describe((schema, "orders")).column("amount") is None  # type: ignore[union-attr]
     with pytest.raises(
         PinNotServedError, match=r"(?s)\^1 is not served any more.*2.0.0: column amount renamed"
     ):
-        read(engine, "sales.orders", "^1", migrations=MIGRATIONS)
+        pinned_read("^1")
 
-    apply([op for op in fourth.migration.ops if op.phase is not Phase.CONTRACT])
-    assert served(engine, "^3") == ("alias_view", "3.0.0", "sales.orders")
+    # 3.0.0 moves to a versioned table behind the alias view; the 2.0.0 table waits for its drop
+    assert step() == ["0004/12"]
+    assert pinned("^3") == ("alias_view", "3.0.0", "orders")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the current version reads without a warning
-        current = read(engine, "sales.orders", "^3", migrations=MIGRATIONS)
+        current = pinned_read("^3")
     assert [(r["order_id"], r["order_total"]) for r in current.collect()] == [(1, 1200)]  # minor units
-    assert served(engine, "^2") == ("versioned_table", "2.0.0", "sales.orders__v2")
+    assert pinned("^2") == ("versioned_table", "2.0.0", "orders__v2")
     with pytest.warns(DeprecatedVersionWarning, match="deprecation window left"):
-        read(engine, "sales.orders", "^2", migrations=MIGRATIONS)
+        pinned_read("^2")
 
-    apply([op for op in fourth.migration.ops if op.phase is Phase.CONTRACT])  # drop, then compatibility view
-    assert served(engine, "^2") == ("compatibility_view", "2.0.0", "sales.orders__v2")
+    # its contract phase, forced: the 2.0.0 table is dropped and a compatibility view serves ^2 instead
+    assert step(force="test: 2.0.0 readers moved") == []
+    assert engine.describe((schema, "orders__v2")) is None
+    assert pinned("^2") == ("compatibility_view", "2.0.0", "orders__v2")
     with pytest.warns(DeprecatedVersionWarning, match="compatibility_view"):
-        compat = read(engine, "sales.orders", "~2.0", migrations=MIGRATIONS)
+        compat = pinned_read("~2.0")
     assert [str(r["order_total"]) for r in compat.collect()] == ["12.00"]
     with pytest.raises(PinNotServedError, match=r"read version \^3 instead"):
-        read(engine, "sales.orders", "^1", migrations=MIGRATIONS)
+        pinned_read("^1")
     with pytest.raises(PinNotServedError, match=r"no version matching \^4"):
-        read(engine, "sales.orders", "^4", migrations=MIGRATIONS)
+        pinned_read("^4")

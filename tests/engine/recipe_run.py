@@ -13,10 +13,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from delta_contracts.contract.model import Contract
@@ -81,23 +84,31 @@ def expected_rows(old: Contract, new: Contract, rows: Sequence[Mapping[str, Any]
         shaped: dict[str, Any] = {}
         for column in new.columns:
             source = (column.renamed_from or column.name).casefold()
-            if source in values and old.column(source) is not None:
+            known = source in values and old.column(source) is not None
+            if known and column.convert is not None:
+                shaped[column.name] = _evaluate(column.convert.expression, values)
+            elif known:
                 shaped[column.name] = values[source]
             elif column.fill is not None:
-                shaped[column.name] = _evaluate_fill(column.fill, values)
+                shaped[column.name] = _evaluate(column.fill, values)
             else:
                 shaped[column.name] = column.default
         out.append(shaped)
     return out
 
 
-def _evaluate_fill(fill: str, values: Mapping[str, Any]) -> Any:
-    """Fills in the recipes are literals; anything else would need an evaluator this test does not have."""
+def _evaluate(expression: str, values: Mapping[str, Any]) -> Any:
+    """A contract's fill or conversion over one old row, evaluated by sqlglot's Python executor — not by the
+    engine under test, whose result it is compared with."""
     from sqlglot import exp
+    from sqlglot.executor import execute
 
-    tree = x.parse(fill)
-    assert isinstance(tree, exp.Literal), f"test recipes use literal fills, got {fill!r}"
-    return tree.this if tree.is_string else int(tree.this)
+    from delta_contracts.sql.dialect import DIALECT
+
+    query = exp.select(exp.alias_(x.parse(expression), "v")).from_("t")
+    result = execute(query, dialect=DIALECT, tables={"t": [dict(values)]})
+    (value,) = result.rows[0]
+    return value
 
 
 def create_schema(engine: Engine, name: str) -> None:
@@ -204,6 +215,80 @@ def execute_case(engine: Engine, recipe: str, versioning: str, target: Target = 
         served=checksum(got),
         expected=checksum(expected_rows(old, new, [*ROWS, LATE_ROW])),
         location=_location(engine, after.physical),
+        schema=schema,
+    )
+
+
+# The committed history of sales.orders (migrations/sales.orders): rows of 1.0.0, and one row per migration
+# written between its populate and cutover by a producer that still writes the previous version's shape.
+HISTORY_ROWS: tuple[dict[str, Any], ...] = (
+    {
+        "order_id": 1,
+        "customer_id": 7,
+        "amount": Decimal("12.00"),
+        "status": "PLACED",
+        "order_date": date(2026, 11, 1),
+        "created_at": datetime(2026, 11, 1, 10),
+    },
+    {
+        "order_id": 2,
+        "customer_id": 8,
+        "amount": Decimal("30.05"),
+        "status": "SHIPPED",
+        "order_date": date(2026, 11, 2),
+        "created_at": datetime(2026, 11, 2, 11),
+    },
+)
+HISTORY_LATE_ROWS: dict[str, dict[str, Any]] = {
+    "0002": {**HISTORY_ROWS[0], "order_id": 3, "amount": Decimal("5.50")},
+    "0003": {**HISTORY_ROWS[1], "order_id": 4, "amount": Decimal("9.99"), "channel": "store"},
+    "0004": {**HISTORY_ROWS[1], "order_id": 5, "order_total": Decimal("80.10"), "channel": "app"},
+}
+
+
+def execute_history(engine: Engine, source: Path) -> CaseRun:
+    """The committed migrations of a table (`source`, its folder under migrations/), copied under a schema of
+    their own and executed one after another on a table holding rows, each as `execute_case` executes one
+    recipe; the rows through the contract's name checked after every migration."""
+    from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
+
+    schema = f"history{next(_schemas)}"
+    create_schema(engine, schema)
+    old_schema = source.name.split(".")[0]
+    folder = Path(tempfile.mkdtemp(prefix="dc-history-")) / source.name.replace(old_schema, schema, 1)
+    folder.mkdir()
+    for name in migration_files(source):
+        text = (source / name).read_text(encoding="utf-8")
+        (folder / name).write_text(re.sub(rf"\b{old_schema}\b", schema, text), encoding="utf-8")
+    (folder / SUM_FILE).write_text(compute_sum(folder, migration_files(folder)), encoding="utf-8")
+    rows: list[dict[str, Any]] = [dict(r) for r in HISTORY_ROWS]
+    previous = None
+    for stored in load_history(folder):
+        where = f"{source.name} {stored.migration_id}"
+        engine.check_supported(stored.migration.ops)
+        if previous is None:
+            run_migration(engine, stored.migration, where)
+            write_rows(engine, stored.state.physical, rows)
+        else:
+            late = HISTORY_LATE_ROWS[stored.migration_id[:4]]
+            old_physical = previous.state.physical
+            run_migration(
+                engine,
+                stored.migration,
+                where,
+                before_cutover=lambda t=old_physical, r=late: write_rows(engine, t, [r]),
+            )
+            rows = expected_rows(previous.contract, stored.contract, [*rows, late])
+        got = read_through_name(engine, stored.contract)
+        assert checksum(got) == checksum(rows), f"{where}: the name serves {got}, the contracts say {rows}"
+        previous = stored
+    assert previous is not None, f"{source} holds no migration"
+    got = read_through_name(engine, previous.contract)
+    return CaseRun(
+        served_columns=tuple(got[0]) if got else (),
+        served=checksum(got),
+        expected=checksum(rows),
+        location=_location(engine, previous.state.physical),
         schema=schema,
     )
 

@@ -40,9 +40,8 @@ def spark_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 
 @pytest.fixture(scope="session")
-def connect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    """The same delta-spark, reached through a Spark Connect server on loopback (started once per run)."""
-    from delta_contracts.engine.spark import connect_engine as open_connect
+def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Spark Connect server with delta-spark on loopback (started once per run): its sc:// URL."""
     from tests.engine.connect_server import connect_server
 
     available, why = delta_jars_available()
@@ -50,9 +49,17 @@ def connect_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]
         pytest.fail(f"the connect engine cannot start: {why} (DELTA_CONTRACTS_SKIP_SPARK=1 opts out)")
     warehouse = tmp_path_factory.mktemp("connect-warehouse")
     with connect_server(warehouse, warehouse.parent / "connect-server.log") as url:
-        engine = open_connect(url, warehouse / "_delta_contracts")
-        yield engine
-        engine.close()
+        yield url
+
+
+@pytest.fixture(scope="session")
+def connect_engine(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    """The same delta-spark, reached through the Spark Connect server."""
+    from delta_contracts.engine.spark import connect_engine as open_connect
+
+    engine = open_connect(connect_url, tmp_path_factory.mktemp("connect-state") / "_delta_contracts")
+    yield engine
+    engine.close()
 
 
 _JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")

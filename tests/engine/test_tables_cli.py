@@ -9,6 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_contracts.cli import app
+from tests.engine.conftest import SKIP_SPARK
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
@@ -259,3 +260,23 @@ def test_drift_keeps_every_deprecation_mark(project: Path) -> None:
     _, out = run("drift")
     assert "extra-column" not in out, out
     assert out.count("deprecated, awaiting drop") == 2, out
+
+
+@pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
+def test_create_drift_status_through_spark_connect(project: Path, connect_url: str) -> None:
+    """The commands against delta-spark behind a Spark Connect server, chosen on the command line."""
+    contract = project / "contracts/shop/events.yaml"
+    contract.write_text(EVENTS.replace("id: shop.events", "id: cliconnect.events"))
+    flags = ("--engine", "connect", "--url", connect_url)
+    code, out = run("create", *flags)
+    assert (code, out.splitlines()[-1]) == (0, "cliconnect.events 1.0.0: created cliconnect.events"), out
+    code, out = run("create", *flags)
+    assert (code, out.splitlines()[-1]) == (0, "cliconnect.events 1.0.0: verified cliconnect.events"), out
+    code, out = run("drift", *flags)
+    assert (code, out.splitlines()[-1]) == (0, "cliconnect.events (cliconnect.events): no drift"), out
+    code, out = run("status", "--format", "json", *flags)
+    (row,) = json.loads(out)["tables"]
+    assert (code, row["stamped"], row["exists"]) == (0, "1.0.0", True), out
+    # the table lives behind the server: locally there is at most the toolkit's own state (its ledger)
+    local = project / "warehouse"
+    assert not local.exists() or sorted(p.name for p in local.iterdir()) == ["_delta_contracts"]

@@ -6,6 +6,9 @@ row (killed in between): a backfill batch is harmless to repeat (it only fills N
 first looked for in the target — rows of the batch there mean its one commit landed — so no row is written
 twice. A copy's first batch is an INSERT OVERWRITE (the target then holds exactly that batch), later ones
 append; a table with neither partitions nor an integral key runs as the op itself, in one statement.
+
+The cutover catch-up MERGE (`plan.catch_up.CatchUpRows`) is not split: its one commit is the unit a rerun
+repeats, and it writes only the rows that changed.
 """
 
 from __future__ import annotations

@@ -93,13 +93,32 @@ def extract(text: str, catalog: Catalog | None = None, *, dialect: str = DIALECT
 def table_name(table: exp.Table) -> str | None:
     """The dotted name of a table reference, or None for what is not a named table (functions, ...)."""
     from sqlglot import exp
+    from sqlglot.errors import SqlglotError
 
+    if _is_identifier_call(table.this):  # IDENTIFIER('sales.orders'): the name is a string literal
+        literal = table.this.expressions[0]
+        try:
+            table = exp.to_table(literal.name, dialect=DIALECT)
+        except (SqlglotError, ValueError):
+            return None
     if not isinstance(table.this, exp.Identifier):
         return None
     parts = [p.name for p in table.parts]
     if len(parts) == 2 and parts[0].casefold() in PATH_FORMATS and table.this.quoted and "/" in parts[1]:
         return f"{parts[0].casefold()}.`{parts[1]}`"
     return ".".join(p.casefold() for p in parts)
+
+
+def _is_identifier_call(node: exp.Expr | None) -> bool:
+    from sqlglot import exp
+
+    return (
+        isinstance(node, exp.Anonymous)
+        and str(node.this).casefold() == "identifier"
+        and len(node.expressions) == 1
+        and isinstance(node.expressions[0], exp.Literal)
+        and node.expressions[0].is_string
+    )
 
 
 def _tables(statement: exp.Expr, catalog: Catalog, dialect: str, depth: int) -> tuple[set[str], set[str]]:
@@ -161,13 +180,26 @@ def _is_cte_reference(table: exp.Table) -> bool:
     if table.args.get("db") or table.args.get("catalog"):
         return False
     name = table.name.casefold()
+    child: exp.Expr = table
     node: exp.Expr | None = table.parent
     while node is not None:
-        with_ = node.args.get("with_") or node.args.get("with")
-        if isinstance(with_, exp.With) and any(
-            cte.alias_or_name.casefold() == name for cte in with_.expressions
-        ):
-            return True
+        if isinstance(node, exp.With):
+            # Inside the definition of a CTE only the CTEs defined before it are visible (all of them under
+            # WITH RECURSIVE): `WITH orders AS (SELECT * FROM orders)` reads the table `orders`.
+            ctes = list(node.expressions)
+            index = next((i for i, cte in enumerate(ctes) if cte is child), len(ctes))
+            visible = ctes if node.args.get("recursive") else ctes[:index]
+            if any(cte.alias_or_name.casefold() == name for cte in visible):
+                return True
+        else:
+            with_ = node.args.get("with_") or node.args.get("with")
+            if (
+                isinstance(with_, exp.With)
+                and with_ is not child
+                and any(cte.alias_or_name.casefold() == name for cte in with_.expressions)
+            ):
+                return True
+        child = node
         node = node.parent
     return False
 

@@ -43,6 +43,13 @@ SCHEMAS = Catalog(
 )
 
 CASES: list[tuple[str, list[str], list[str]]] = [
+    # A CTE named like the table it reads: inside its own definition the name is the table (a false
+    # negative here would let a sunset gate open while someone still reads the table).
+    ("WITH clicks AS (SELECT * FROM sales.clicks) SELECT * FROM clicks", ["sales.clicks"], []),
+    ("WITH clicks AS (SELECT * FROM clicks) SELECT * FROM clicks", ["clicks"], []),
+    ("WITH a AS (SELECT * FROM b), b AS (SELECT * FROM sales.x) SELECT * FROM a", ["b", "sales.x"], []),
+    ("WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r", [], []),
+    ("SELECT * FROM IDENTIFIER('sales.clicks') WHERE id > 1", ["sales.clicks"], []),
     (
         "INSERT INTO sales.archive SELECT * FROM sales.customers WHERE id > 1",
         ["sales.customers"],

@@ -1,9 +1,10 @@
 """Adopting a table that has no contract: the contract its Delta log describes, and a baseline migration.
 
 `contract_data` reads columns, types, nullability, comments, defaults, CHECK constraints, partitioning,
-clustering, properties and the contract stamp (id, version, deprecation marks) from a live table. A CHECK
-becomes a column rule (`checks.min`, …) only when rendering that rule gives back the same expression, so
-nothing is guessed; every other CHECK stays a table constraint under its own name.
+clustering, properties and the contract stamp (id, version, deprecation marks, and the JSON in
+`delta_contracts.contract` holding what no DDL can: owner, consumers, tags, quality, evolution) from a live
+table. A CHECK becomes a column rule (`checks.min`, …) only when rendering that rule gives back the same
+expression, so nothing is guessed; every other CHECK stays a table constraint under its own name.
 
 The baseline migration records the table as already at the contract's version: the first real change then
 plans an ALTER from it, never a CREATE. When the table is not stamped with that version yet, the baseline's
@@ -26,13 +27,13 @@ from delta_contracts.plan.ops import (
     DEPRECATED_COLUMNS,
     DEPRECATED_SINCE,
     STAMP_ID,
-    STAMP_SCHEMA_HASH,
     STAMP_VERSION,
     Migration,
 )
-from delta_contracts.plan.rules import RULE_KINDS, column_rules, not_null_rule, schema_hash
+from delta_contracts.plan.rules import RULE_KINDS, column_rules, not_null_rule
 from delta_contracts.plan.serialize import migration_to_data
 from delta_contracts.plan.sqlfile import render_sql_file
+from delta_contracts.plan.stamp import STAMP_CONTRACT, read_contract_stamp
 from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.sql.normalize import same_expression
 from delta_contracts.target import Target
@@ -76,8 +77,12 @@ def contract_data(live: LiveTable, physical: TableId, *, alias: TableId | None =
         f"{versioned.group('major')}.0.0" if versioned else "1.0.0"
     )
     data: dict[str, Any] = {"apiVersion": "delta-contracts/v1", "id": table_id, "version": version}
+    stamped = read_contract_stamp(live.properties.get(STAMP_CONTRACT))
+    if "owner" in stamped:
+        data["owner"] = stamped["owner"]
     if live.comment:
         data["description"] = live.comment
+    data.update({k: stamped[k] for k in ("consumers", "tags") if k in stamped})
     table: dict[str, Any] = {}
     if live.partition_columns:
         table["partitioned_by"] = list(live.partition_columns)
@@ -93,15 +98,18 @@ def contract_data(live: LiveTable, physical: TableId, *, alias: TableId | None =
     checks = dict(live.checks)
     deprecated = _deprecated(live)
     columns = []
+    stamped_columns = stamped.get("columns", {})
     for live_column in live.columns:
         column = _column(live_column, checks, notes)
         mark = deprecated.get(live_column.name.casefold())
         if mark is not None:
             column["deprecated"] = {"since": mark}
+        column.update(stamped_columns.get(live_column.name.casefold(), {}))
         columns.append(column)
     data["columns"] = columns
     if checks:  # in the table's order
         data["constraints"] = [{"name": n, "expression": checks[n]} for n in live.checks if n in checks]
+    data.update({k: stamped[k] for k in ("quality", "evolution") if k in stamped})
     return Adopted(data, tuple(notes))
 
 
@@ -246,11 +254,7 @@ def literal_value(sql_text: str) -> Any:
 def baseline(contract: Contract, live: LiveTable, physical: TableId, target: Target) -> PlannedFiles:
     """Migration 0001: the table is already at `contract`'s version; it only stamps what is not stamped."""
     stamp = stamp_op(physical, contract)
-    stamped = (
-        live.properties.get(STAMP_ID) == contract.id
-        and live.properties.get(STAMP_VERSION) == contract.version
-        and live.properties.get(STAMP_SCHEMA_HASH) == schema_hash(contract)
-    )
+    stamped = all(live.properties.get(key) == value for key, value in stamp.properties)
     strategy = contract.table.versioning.value
     note = (
         f"baseline: {'.'.join(physical)} existed before its contract (delta-contracts init --from-table); "

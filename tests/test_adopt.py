@@ -116,3 +116,35 @@ def test_the_baseline_stamps_only_an_unstamped_table() -> None:
     assert [op.kind for op in planned.migration.ops] == ["stamp_contract"]
     assert planned.migration_id == "0001_baseline_1.0.0"
     assert (planned.migration.from_version, planned.migration.to_version) == ("1.0.0", "1.0.0")
+
+
+def test_the_contract_stamp_gives_back_what_no_ddl_holds() -> None:
+    """Owner, consumers, tags, quality, evolution and per-column tags, pii and deprecation details come back
+    from `delta_contracts.contract`; a stamp this version cannot read is ignored, not an error."""
+    from delta_contracts.plan.building import stamp_op
+
+    live = _table(properties={})
+    data = contract_data(live, ("shop", "events")).data
+    columns = [
+        {**c, "tags": ["pii"], "pii": True} if c["name"] == "kind" else c
+        for c in data["columns"]
+        if c["name"] != "old_code"
+    ] + [{"name": "old_code", "type": "string", "deprecated": {"since": "1.0.0", "replaced_by": "kind"}}]
+    original = Contract.model_validate(
+        {
+            **data,
+            "owner": {"team": "shop", "email": "shop@example.com"},
+            "consumers": [{"name": "bi", "contact": "bi@example.com"}],
+            "tags": ["gold"],
+            "columns": columns,
+            "quality": {"volume": {"min_rows": 5, "max_rows": 9}, "unique": [["event_id"]]},
+            "evolution": {"deprecation_window": "P7D"},
+        }
+    )
+    stamped = _table(properties=dict(stamp_op(("shop", "events"), original).properties))
+    back = Contract.model_validate(contract_data(stamped, ("shop", "events")).data)
+    assert back == original
+    assert baseline(back, stamped, ("shop", "events"), Target.DELTA_4).migration.ops == ()
+
+    garbled = _table(properties={"delta_contracts.contract": "{not json"})
+    assert "quality" not in contract_data(garbled, ("shop", "events")).data

@@ -164,11 +164,11 @@ def _adopt(
     assert table is not None
     adopted = contract_data(table, found.physical, alias=found.alias)
     data = dict(adopted.data)
-    if owner is not None:
+    if owner is not None:  # --owner wins over the owner stamped on the table
         data = {
             **{k: v for k, v in data.items() if k in ("apiVersion", "id", "version")},
             "owner": {"team": owner},
-            **data,
+            **{k: v for k, v in data.items() if k != "owner"},
         }
     header = (
         f"# Adopted from the live table {'.'.join(found.physical)} by delta-contracts init --from-table.\n"

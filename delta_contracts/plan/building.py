@@ -23,6 +23,7 @@ from delta_contracts.plan.ops import (
     table_name,
 )
 from delta_contracts.plan.rules import CheckRule, contract_rules, schema_hash
+from delta_contracts.plan.stamp import STAMP_CONTRACT, contract_stamp
 
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
 TYPE_WIDENING = ("delta.enableTypeWidening", "true")
@@ -89,6 +90,7 @@ def stamp_op(table: TableId, contract: Contract) -> StampContract:
         (STAMP_ID, contract.id),
         (STAMP_VERSION, contract.version),
         (STAMP_SCHEMA_HASH, schema_hash(contract)),
+        (STAMP_CONTRACT, contract_stamp(contract)),  # what no DDL holds, for init --from-table
     )
     return StampContract(
         table=table, phase=Phase.CUTOVER, properties=props, reason="record the contract version"

@@ -8,5 +8,5 @@ ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `status_enum
 -- [2] add check status_enum: `status` IS NULL OR `status` IN ('OK', 'FAILED', 'PENDING') (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`status` IS NULL OR `status` IN ('OK', 'FAILED', 'PENDING')), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `status_enum` CHECK (`status` IS NULL OR `status` IN ('OK', 'FAILED', 'PENDING'));
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9 (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

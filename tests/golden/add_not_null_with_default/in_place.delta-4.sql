@@ -24,5 +24,5 @@ UPDATE `payments`.`transactions` SET `channel` = 'web' WHERE `channel` IS NULL;
 -- [6] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((NOT `channel` IS NULL), FALSE)
 ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `channel_not_null` CHECK (NOT `channel` IS NULL);
--- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978 (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='885bf25bb13f9978');
+-- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='885bf25bb13f9978', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

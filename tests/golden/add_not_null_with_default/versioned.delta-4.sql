@@ -26,5 +26,5 @@ UPDATE `payments`.`transactions__v2` SET `channel` = 'web' WHERE `channel` IS NU
 -- [7] add check channel_not_null: NOT `channel` IS NULL (nullable: false (OSS Delta has no SET NOT NULL))
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((NOT `channel` IS NULL), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `channel_not_null` CHECK (NOT `channel` IS NULL);
--- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978 (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='885bf25bb13f9978');
+-- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=885bf25bb13f9978, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='885bf25bb13f9978', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -19,5 +19,5 @@ UPDATE `payments`.`transactions` SET `region` = 'unknown' WHERE `region` IS NULL
 -- [4] set region NOT NULL (nullable: false)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE `region` IS NULL
 ALTER TABLE `payments`.`transactions` ALTER COLUMN `region` SET NOT NULL;
--- [5] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=4788bbba5f71683a (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='4788bbba5f71683a');
+-- [5] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=4788bbba5f71683a, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='4788bbba5f71683a', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

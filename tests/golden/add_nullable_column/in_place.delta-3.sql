@@ -9,5 +9,5 @@
 ALTER TABLE `payments`.`transactions` ADD COLUMNS (`note` STRING COMMENT 'Free text.');
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=f806c19bc80d3b23 (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='f806c19bc80d3b23');
+-- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=f806c19bc80d3b23, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='f806c19bc80d3b23', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -11,5 +11,5 @@ ALTER TABLE `payments`.`transactions__v2` ADD COLUMNS (`note` STRING COMMENT 'Fr
 CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `note` AS `note`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=f806c19bc80d3b23 (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='f806c19bc80d3b23');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=f806c19bc80d3b23, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='f806c19bc80d3b23', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

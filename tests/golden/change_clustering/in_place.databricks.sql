@@ -9,5 +9,5 @@
 ALTER TABLE `payments`.`transactions` CLUSTER BY (`txn_date`, `txn_id`);
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=a5d73417be9ccd9c (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='a5d73417be9ccd9c');
+-- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=a5d73417be9ccd9c, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='a5d73417be9ccd9c', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

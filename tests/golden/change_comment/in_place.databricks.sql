@@ -7,5 +7,5 @@
 ALTER TABLE `payments`.`transactions` ALTER COLUMN `txn_id` COMMENT 'Gateway transaction id.';
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.4.1, delta_contracts.schema_hash=33e52b4ff3d4f0e9 (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.4.1', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9');
+-- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.4.1, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.4.1', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -11,5 +11,5 @@ ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta.feature.allo
 ALTER TABLE `payments`.`transactions__v2` ALTER COLUMN `status` SET DEFAULT 'OK';
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9 (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

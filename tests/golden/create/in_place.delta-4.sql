@@ -22,5 +22,5 @@ ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `status_enum` CHECK (`statu
 ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `amount_positive_when_ok` CHECK (`status` <> 'OK' OR `txn_amt_paise` > 0);
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.4.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9 (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.4.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9');
+-- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.4.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.4.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

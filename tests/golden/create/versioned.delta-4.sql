@@ -26,5 +26,5 @@ ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `amount_positive_when_o
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [7] view payments.transactions -> payments.transactions__v2 (alias view)
 CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
--- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.4.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9 (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.4.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9');
+-- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.4.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.4.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -13,8 +13,8 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.columnMapping.mo
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [2] mark deprecated: delta_contracts.deprecated.columns=["legacy_channel"], delta_contracts.deprecated.column.legacy_channel={"since": "3.0.0", "window": "P30D"}, delta_contracts.deprecated.since=3.0.0 (deprecation mark starts the window)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='["legacy_channel"]', 'delta_contracts.deprecated.column.legacy_channel'='{"since": "3.0.0", "window": "P30D"}', 'delta_contracts.deprecated.since'='3.0.0');
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=48ddd436b367628b (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='48ddd436b367628b');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=48ddd436b367628b, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='48ddd436b367628b', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
 
 -- === contract: destructive; gated on the deprecation window and zero readers ===
 -- [4] drop columns legacy_channel (column removed or renamed in the contract)

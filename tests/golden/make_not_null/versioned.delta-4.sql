@@ -13,5 +13,5 @@ ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `status_not_null` CHECK
 -- [3] add check status_enum: `status` IN ('OK', 'FAILED') (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`status` IN ('OK', 'FAILED')), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `status_enum` CHECK (`status` IN ('OK', 'FAILED'));
--- [4] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=79c912526a5d0ff4 (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='79c912526a5d0ff4');
+-- [4] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=79c912526a5d0ff4, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='79c912526a5d0ff4', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -9,5 +9,5 @@ ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `txn_id_not_null
 ALTER TABLE `payments`.`transactions` ALTER COLUMN `txn_id` DROP NOT NULL;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=97b5c2c12608a45c (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='97b5c2c12608a45c');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=97b5c2c12608a45c, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='97b5c2c12608a45c', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

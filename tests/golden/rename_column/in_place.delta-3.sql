@@ -39,8 +39,8 @@ ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `txn_amt_paise_m
 ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `txn_amt_paise_not_null`;
 -- [12] drop NOT NULL of txn_amt_paise (deprecated column)
 ALTER TABLE `payments`.`transactions` ALTER COLUMN `txn_amt_paise` DROP NOT NULL;
--- [13] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=27886d8a5f6fea5c (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='27886d8a5f6fea5c');
+-- [13] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=27886d8a5f6fea5c, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='27886d8a5f6fea5c', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
 
 -- === contract: destructive; gated on the deprecation window and zero readers ===
 -- [14] drop columns txn_amt_paise (column removed or renamed in the contract)

@@ -8,5 +8,5 @@ ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `attempts_min`;
 -- [2] add check attempts_min: `attempts` IS NULL OR `attempts` >= 1 (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` >= 1), FALSE)
 ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `attempts_min` CHECK (`attempts` IS NULL OR `attempts` >= 1);
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9 (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -22,5 +22,5 @@ ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `attempts_min` CHECK (`atte
 -- [6] add check attempts_max: `attempts` IS NULL OR `attempts` <= 10 (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` <= 10), FALSE)
 ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `attempts_max` CHECK (`attempts` IS NULL OR `attempts` <= 10);
--- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=4fdc65b675512c69 (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='4fdc65b675512c69');
+-- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=4fdc65b675512c69, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='4fdc65b675512c69', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -24,5 +24,5 @@ ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `attempts_min` CHECK (`
 -- [7] add check attempts_max: `attempts` IS NULL OR `attempts` <= 10 (contract rule)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` <= 10), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `attempts_max` CHECK (`attempts` IS NULL OR `attempts` <= 10);
--- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=4fdc65b675512c69 (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='4fdc65b675512c69');
+-- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=4fdc65b675512c69, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='4fdc65b675512c69', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

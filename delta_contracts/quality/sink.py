@@ -43,7 +43,11 @@ def append(engine: Engine, frame: Any, table: TableId, user_metadata: str) -> No
 
 
 def run_tagged(engine: Engine, statement: str, user_metadata: str) -> None:
-    """Run one DML statement with the session conf naming the commit (honoured by delta-spark, not Sail)."""
+    """Run one DML statement with the session conf naming the commit (honoured by delta-spark, not Sail).
+
+    Not routed through delta-rs' merge on the local engine, although its CommitProperties would tag the
+    commit: delta-rs 1.6.6 refuses tables with the allowColumnDefaults feature, and Sail 0.7.2 cannot read
+    the string columns of files delta-rs wrote (Utf8View), measured in docs/quality.md."""
     spark = getattr(engine, "spark", None)
     if spark is None:
         engine.sql(statement)

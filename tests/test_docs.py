@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pytest
+import yaml
+from pydantic import BaseModel, Field
 
 from delta_contracts.cli.docs import fill, generated_blocks, rendered
 from delta_contracts.contract import reference
+from delta_contracts.contract.errors import ContractError
+from delta_contracts.contract.load import LoadedContract, load_contract, load_project
+from delta_contracts.contract.model import Contract
+from delta_contracts.contract.project import PROJECT_FILE
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -72,6 +79,117 @@ def test_every_model_field_is_documented() -> None:
         "document these fields in delta_contracts/contract/reference.py FIELD_DOCS"
     )
     assert reference.stale_docs() == [], "FIELD_DOCS names fields the models no longer have"
+
+
+def test_every_model_field_has_an_example() -> None:
+    assert reference.fields_without_example() == [], (
+        "give these fields `Field(examples=[…])` in the model or an entry in reference.FIELD_EXAMPLES"
+    )
+    assert reference.stale_examples() == [], (
+        "FIELD_EXAMPLES names fields the models no longer have or that declare their own examples"
+    )
+
+
+def test_the_example_checker_catches_a_missing_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delitem(reference.FIELD_EXAMPLES, "columns[].renamed_from")
+    assert reference.fields_without_example() == ["columns[].renamed_from"]
+
+    class Probe(BaseModel):
+        shown: int = Field(default=0, examples=[3])
+        bare: str | None = None
+
+    assert reference.fields_without_example(reference.field_rows(Probe, "probe.")) == ["probe.bare"]
+
+
+def test_the_example_checker_catches_stale_examples(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(reference.FIELD_EXAMPLES, "columns[].colour", "red")
+    # The model's own example is what the reference shows; a second one here would be dead text.
+    monkeypatch.setitem(reference.FIELD_EXAMPLES, "columns[].name", "amount")
+    assert reference.stale_examples() == ["columns[].colour", "columns[].name"]
+
+
+_ROWS = {row.path: row for row in reference.all_rows()}
+
+
+def example_value(path: str) -> Any:
+    """The field's example as a reader would copy it: the rendered snippet, parsed back as YAML."""
+    snippet = reference.example_snippet(_ROWS[path])
+    assert snippet is not None, path
+    assert "`" not in snippet and "\n" not in snippet, snippet  # it sits in a one-line code span
+    parsed = yaml.safe_load(snippet)
+    key = path.rsplit(".", 1)[-1]
+    assert isinstance(parsed, dict) and list(parsed) == [key], snippet
+    return parsed[key]
+
+
+def place(document: dict[str, Any], path: str, value: Any, namespace: str = "") -> None:
+    """Put `value` at `path` (`columns[].checks.min`) in `document`. A mapping or list missing on the way
+    is created from that field's own example; `[]` descends into the list's first item."""
+    *between, leaf = path.removeprefix(namespace).split(".")
+    here: Any = document
+    walked = namespace
+    for part in between:
+        key = part.removesuffix("[]")
+        walked += key
+        if key not in here:
+            here[key] = example_value(walked)
+        here = here[key]
+        if part.endswith("[]"):
+            here = here[0]
+            walked += "[]"
+        walked += "."
+    here[leaf] = value
+
+
+def contract_with_example(path: str, folder: Path) -> LoadedContract:
+    """A contract of only the required fields (their examples), with the example of `path` placed in it,
+    or in the `contracts.yml` beside it for a `project.` path; loaded with the project's loader."""
+    contract = {
+        info.alias or name: example_value(info.alias or name)
+        for name, info in Contract.model_fields.items()
+        if info.is_required()
+    }
+    project: dict[str, Any] = {}
+    if path.startswith("project."):
+        place(project, path, example_value(path), "project.")
+    else:
+        place(contract, path, example_value(path))
+    project_file = folder / PROJECT_FILE
+    project_file.write_text(yaml.safe_dump(project, sort_keys=False), encoding="utf-8")
+    contract_file = folder / "example.yaml"
+    contract_file.write_text(yaml.safe_dump(contract, sort_keys=False), encoding="utf-8")
+    return load_contract(contract_file, load_project(project_file))
+
+
+@pytest.mark.parametrize("path", reference.all_field_paths())
+def test_every_example_loads(path: str, tmp_path: Path) -> None:
+    loaded = contract_with_example(path, tmp_path)
+    assert loaded.contract.columns
+
+
+def test_an_example_placed_where_it_says_is_what_loads(tmp_path: Path) -> None:
+    regex = contract_with_example("columns[].checks.regex", tmp_path).contract.columns[0].checks.regex
+    assert regex == "^[A-Z]{3}$"
+    rule = contract_with_example("project.column_rules[].checks", tmp_path).contract.columns[0]
+    assert rule.checks.min == 1  # the rule's `_id$` example matches the `columns` example's txn_id
+
+
+@pytest.mark.parametrize(
+    ("path", "bad", "message"),
+    [
+        ("columns[].nullable", "no", "columns[0].nullable"),
+        ("table.versioning", "sideways", "table.versioning"),
+        ("project.target", "delta-5", "target"),
+        ("project.column_rules[].pii", "maybe", "column_rules[0].pii"),
+    ],
+)
+def test_an_invalid_example_fails_to_load(
+    path: str, bad: str, message: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(reference.FIELD_EXAMPLES, path, bad)
+    with pytest.raises(ContractError) as caught:
+        contract_with_example(path, tmp_path)
+    assert any(p.field == message for p in caught.value.problems), caught.value.problems
 
 
 def test_every_field_appears_in_the_format_reference() -> None:

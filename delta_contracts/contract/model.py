@@ -96,7 +96,9 @@ class Versioning(StrEnum):
 class TableSpec(Frozen):
     partitioned_by: tuple[str, ...] = ()
     clustered_by: tuple[str, ...] = ()
-    properties: dict[str, str] = Field(default_factory=dict)
+    properties: dict[str, str] = Field(
+        default_factory=dict, examples=[{"delta.enableChangeDataFeed": "true"}]
+    )
     versioning: Versioning = Versioning.IN_PLACE
     comment: str | None = None
 
@@ -154,16 +156,18 @@ class Conversion(Frozen):
         min_length=1,
         description="Spark SQL over the previous version's columns giving this column's value, "
         "e.g. CAST(amount * 100 AS BIGINT).",
+        examples=["CAST(txn_amt * 100 AS BIGINT)"],
     )
     inverse: str | None = Field(
         default=None,
         description="Spark SQL over this version's columns giving the previous value back, for the "
         "compatibility view in the old shape; without it the old version gets no compatibility view.",
+        examples=["CAST(txn_amt_paise AS DECIMAL(14,2)) / 100"],
     )
 
 
 class Column(Frozen):
-    name: str = Field(min_length=1)
+    name: str = Field(min_length=1, examples=["txn_amt_paise"])
     type: str
     nullable: StrictBool = True  # `nullable: "no"` is an error, not NOT NULL
     description: str | None = None
@@ -174,9 +178,12 @@ class Column(Frozen):
         default=None,
         description="Spark SQL over the table's other columns filling existing rows of a NOT NULL column "
         "added without a default (in-place backfill and versioned copy).",
+        examples=["coalesce(legacy_channel, 'card')"],
     )
     convert: Conversion | None = Field(
-        default=None, description="Explicit conversion for a type change that is not a Delta type widening."
+        default=None,
+        description="Explicit conversion for a type change that is not a Delta type widening.",
+        examples=[{"expression": "CAST(txn_amt * 100 AS BIGINT)"}],
     )
     deprecated: Deprecation | None = None
     tags: tuple[str, ...] = ()
@@ -184,8 +191,8 @@ class Column(Frozen):
 
 
 class TableConstraint(Frozen):
-    name: str = Field(min_length=1)
-    expression: str = Field(min_length=1)
+    name: str = Field(min_length=1, examples=["refund_has_parent"])
+    expression: str = Field(min_length=1, examples=["status <> 'REFUNDED' OR parent_id IS NOT NULL"])
 
 
 class Freshness(Frozen):
@@ -196,13 +203,13 @@ class Freshness(Frozen):
 
 
 class Volume(Frozen):
-    min_rows: int | None = Field(default=None, ge=0)
-    max_rows: int | None = Field(default=None, ge=0)
+    min_rows: int | None = Field(default=None, ge=0, examples=[10000])
+    max_rows: int | None = Field(default=None, ge=0, examples=[50000000])
 
 
 class Completeness(Frozen):
     column: str
-    min_ratio: float = Field(ge=0, le=1)
+    min_ratio: float = Field(ge=0, le=1, examples=[0.99])
 
 
 class Quality(Frozen):
@@ -228,10 +235,16 @@ class Evolution(Frozen):
     deprecation_window: Duration = "P30D"
     reader_lookback: Duration = "P14D"
     reclassify: dict[str, ChangeClass] = Field(
-        default_factory=dict, description="Change code -> class, overriding the default classification."
+        default_factory=dict,
+        description="Change code -> class, overriding the default classification.",
+        examples=[{"DC-CK305": "major"}],
     )
-    allow: tuple[str, ...] = Field(default=(), description="Change codes always allowed by the policy.")
-    deny: tuple[str, ...] = Field(default=(), description="Change codes the policy always refuses.")
+    allow: tuple[str, ...] = Field(
+        default=(), description="Change codes always allowed by the policy.", examples=[["DC-TB402"]]
+    )
+    deny: tuple[str, ...] = Field(
+        default=(), description="Change codes the policy always refuses.", examples=[["DC-DS103"]]
+    )
 
     _durations = field_validator("deprecation_window", "reader_lookback")(
         classmethod(lambda cls, v: _check_duration(v))
@@ -253,7 +266,7 @@ class Lifecycle(Frozen):
 class Contract(Frozen):
     """One table's contract. `id` is the logical table (`schema.table` or `catalog.schema.table`)."""
 
-    api_version: Literal["delta-contracts/v1"] = Field(alias="apiVersion")
+    api_version: Literal["delta-contracts/v1"] = Field(alias="apiVersion", examples=["delta-contracts/v1"])
     id: str
     version: SemVer
     owner: Owner
@@ -261,7 +274,9 @@ class Contract(Frozen):
     consumers: tuple[Consumer, ...] = ()
     tags: tuple[str, ...] = ()
     table: TableSpec = TableSpec()
-    columns: tuple[Column, ...] = Field(min_length=1)
+    columns: tuple[Column, ...] = Field(
+        min_length=1, examples=[[{"name": "txn_id", "type": "bigint", "nullable": False}]]
+    )
     constraints: tuple[TableConstraint, ...] = ()
     quality: Quality = Quality()
     evolution: Evolution = Evolution()

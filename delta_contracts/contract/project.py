@@ -18,7 +18,7 @@ PROJECT_FILE = "contracts.yml"
 
 
 class ColumnRule(Frozen):
-    match: str = Field(description="Regex searched in the column name, e.g. '_id$'.")
+    match: str = Field(description="Regex searched in the column name, e.g. '_id$'.", examples=["_id$"])
     nullable: StrictBool | None = None
     description: str | None = None
     checks: Checks | None = None

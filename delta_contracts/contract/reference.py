@@ -2,8 +2,10 @@
 
 The field list — names, types, defaults — comes from the models themselves, so it cannot fall behind them;
 what each field means lives in `FIELD_DOCS` (or in the model's own `Field(description=…)`), and
-`undocumented_fields()` names every model field described in neither (a test keeps it empty).
-`delta_contracts.cli.docs` writes these tables into docs/.
+`undocumented_fields()` names every model field described in neither (a test keeps it empty). Likewise each
+field's example comes from the model's own `Field(examples=[…])` or else from `FIELD_EXAMPLES`, and
+`fields_without_example()` names the fields with neither; a test loads every example in a contract (or a
+`contracts.yml`) so that none can stop being valid. `delta_contracts.cli.docs` writes these tables into docs/.
 """
 
 from __future__ import annotations
@@ -11,9 +13,10 @@ from __future__ import annotations
 import enum
 import types
 import typing
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple
 
+import yaml
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
@@ -123,6 +126,76 @@ FIELD_DOCS: dict[str, str] = {
     "project.engine.warehouse": "Warehouse folder of the `local` engine, relative to `contracts.yml`.",
 }
 
+# An example value of each field whose model declares none (`Field(examples=[…])` wins; an entry here for
+# such a field is reported by `stale_examples`). Shown as `<key>: <value>` in YAML flow style.
+FIELD_EXAMPLES: dict[str, Any] = {
+    # --- a contract file ---
+    "id": "payments.transactions",
+    "owner": {"team": "payments-platform", "email": "payments@example.com"},
+    "owner.team": "payments-platform",
+    "owner.email": "payments@example.com",
+    "description": "One row per card or UPI payment attempt, as settled by the gateway.",
+    "consumers": [{"name": "billing-service"}],
+    "consumers[].name": "billing-service",
+    "consumers[].contact": "billing-oncall@example.com",
+    "consumers[].description": "Invoices merchants from settled payments.",
+    "tags": ["payments", "tier-1"],
+    "table": {"partitioned_by": ["txn_date"]},
+    "table.partitioned_by": ["txn_date"],
+    "table.clustered_by": ["merchant_id"],
+    "table.versioning": "versioned",
+    "table.comment": "Compacted nightly.",
+    "columns[].type": "decimal(12,2)",
+    "columns[].nullable": False,
+    "columns[].description": "Amount in paise.",
+    "columns[].checks": {"min": 1},
+    "columns[].checks.min": 1,
+    "columns[].checks.max": 100000000,
+    "columns[].checks.enum": ["INR", "USD", "EUR"],
+    "columns[].checks.regex": "^[A-Z]{3}$",
+    "columns[].default": "INR",
+    "columns[].renamed_from": "txn_amt",
+    "columns[].deprecated": {"since": "2.4.0", "replaced_by": "payment_method"},
+    "columns[].deprecated.replaced_by": "payment_method",
+    "columns[].deprecated.reason": "Channels are now payment methods.",
+    "columns[].tags": ["finance"],
+    "columns[].pii": True,
+    "constraints": [
+        {"name": "refund_has_parent", "expression": "status <> 'REFUNDED' OR parent_id IS NOT NULL"}
+    ],
+    "quality": {"volume": {"min_rows": 10000}},
+    "quality.freshness": {"column": "created_at", "max_age": "PT30M"},
+    "quality.freshness.column": "created_at",
+    "quality.volume": {"min_rows": 10000},
+    "quality.completeness": [{"column": "merchant_id", "min_ratio": 0.99}],
+    "quality.completeness[].column": "merchant_id",
+    "quality.unique": [["txn_id"]],
+    "evolution": {"policy": "backwards_compatible", "deprecation_window": "P90D"},
+    "evolution.policy": "any",
+    "lifecycle": {"status": "deprecated", "successor": "payments.transactions_v2"},
+    "lifecycle.status": "deprecated",
+    "lifecycle.successor": "payments.transactions_v2",
+    # --- contracts.yml ---
+    "project.defaults": {"owner": {"team": "data-platform"}},
+    "project.defaults.owner": {"team": "data-platform", "email": "data-platform@example.com"},
+    "project.defaults.evolution": {"deprecation_window": "P60D"},
+    "project.defaults.tags": ["lakehouse"],
+    "project.defaults.table": {"properties": {"delta.enableChangeDataFeed": "true"}},
+    "project.column_rules": [{"match": "_id$", "nullable": False}],
+    "project.column_rules[].nullable": False,
+    "project.column_rules[].description": "Identifier assigned by the gateway.",
+    "project.column_rules[].checks": {"min": 1},
+    "project.column_rules[].default": 0,
+    "project.column_rules[].tags": ["pii"],
+    "project.column_rules[].pii": True,
+    "project.target": "delta-3",
+    "project.migrations": "../migrations",
+    "project.engine": {"name": "local", "warehouse": "../warehouse"},
+    "project.engine.name": "connect",
+    "project.engine.url": "sc://localhost:15002",
+    "project.engine.warehouse": "../warehouse",
+}
+
 _NAMED_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
@@ -190,18 +263,28 @@ def _models_in(annotation: Any) -> list[tuple[type[BaseModel], bool]]:
     return found
 
 
+class FieldRow(NamedTuple):
+    """One field of the reference; `described` and `examples` are what the model itself declares."""
+
+    path: str
+    type_text: str
+    default: str
+    described: str
+    examples: tuple[Any, ...]
+
+
 def field_rows(
     model: type[BaseModel], prefix: str = "", known: frozenset[type[BaseModel]] = frozenset()
-) -> Iterator[tuple[str, str, str, str]]:
-    """(path, type, default, the model's description) for every field of `model` and the models nested in
-    it, depth first.
+) -> Iterator[FieldRow]:
+    """Every field of `model` and of the models nested in it, depth first.
 
     Models in `known` are documented elsewhere (a contract's `owner` in `contracts.yml` defaults) and are
     not expanded again.
     """
     for name, info in model.model_fields.items():
         path = f"{prefix}{info.alias or name}"
-        yield path, _type_text(info.annotation), _default_text(info), info.description or ""
+        described, examples = info.description or "", tuple(info.examples or ())
+        yield FieldRow(path, _type_text(info.annotation), _default_text(info), described, examples)
         for nested, in_list in _models_in(info.annotation):
             if nested not in known:
                 yield from field_rows(nested, f"{path}{'[]' if in_list else ''}.", known)
@@ -220,14 +303,16 @@ def _contract_models() -> frozenset[type[BaseModel]]:
     return frozenset(found)
 
 
-def _project_rows() -> Iterator[tuple[str, str, str, str]]:
+def _project_rows() -> Iterator[FieldRow]:
     return field_rows(Project, "project.", _contract_models())
 
 
+def all_rows() -> list[FieldRow]:
+    return [*field_rows(Contract), *_project_rows()]
+
+
 def all_field_paths() -> list[str]:
-    contract = [path for path, _, _, _ in field_rows(Contract)]
-    project = [path for path, _, _, _ in _project_rows()]
-    return contract + project
+    return [row.path for row in all_rows()]
 
 
 def _meaning(path: str, described: str) -> str:
@@ -236,8 +321,7 @@ def _meaning(path: str, described: str) -> str:
 
 
 def undocumented_fields() -> list[str]:
-    rows = [*field_rows(Contract), *_project_rows()]
-    return [path for path, _, _, described in rows if not _meaning(path, described)]
+    return [row.path for row in all_rows() if not _meaning(row.path, row.described)]
 
 
 def stale_docs() -> list[str]:
@@ -246,16 +330,47 @@ def stale_docs() -> list[str]:
     return [path for path in FIELD_DOCS if path not in known]
 
 
+def example_snippet(row: FieldRow) -> str | None:
+    """The field's example as the YAML a reader would write (`renamed_from: txn_amt`): the model's own
+    first example, else FIELD_EXAMPLES; None when there is neither."""
+    if row.examples:
+        value = row.examples[0]
+    elif row.path in FIELD_EXAMPLES:
+        value = FIELD_EXAMPLES[row.path]
+    else:
+        return None
+    key = row.path.rsplit(".", 1)[-1]
+    dumped = yaml.safe_dump({key: value}, default_flow_style=True, sort_keys=False, width=1_000_000)
+    # Flow style wraps the one mapping in braces; the reader's line has none.
+    return dumped.strip().removeprefix("{").removesuffix("}")
+
+
+def fields_without_example(rows: Iterable[FieldRow] | None = None) -> list[str]:
+    """Fields (of the contract and contracts.yml models, or of `rows`) with no example."""
+    return [row.path for row in (all_rows() if rows is None else rows) if example_snippet(row) is None]
+
+
+def stale_examples() -> list[str]:
+    """Entries of FIELD_EXAMPLES for fields the models no longer have, or whose model declares examples
+    (which would be shown instead)."""
+    declared = {row.path for row in all_rows() if not row.examples}
+    return [path for path in FIELD_EXAMPLES if path not in declared]
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _table(rows: Iterator[tuple[str, str, str, str]], strip: str = "") -> str:
-    lines = ["| field | type | default | meaning |", "| --- | --- | --- | --- |"]
-    for path, type_text, default, described in rows:
-        shown = path.removeprefix(strip)
-        meaning = _meaning(path, described)
-        lines.append(f"| `{shown}` | {_cell(type_text)} | {_cell(default)} | {_cell(meaning)} |")
+def _table(rows: Iterator[FieldRow], strip: str = "") -> str:
+    lines = ["| field | type | default | meaning | example |", "| --- | --- | --- | --- | --- |"]
+    for row in rows:
+        shown = row.path.removeprefix(strip)
+        meaning = _meaning(row.path, row.described)
+        snippet = example_snippet(row)
+        example = f"`{_cell(snippet)}`" if snippet else ""
+        lines.append(
+            f"| `{shown}` | {_cell(row.type_text)} | {_cell(row.default)} | {_cell(meaning)} | {example} |"
+        )
     return "\n".join(lines)
 
 

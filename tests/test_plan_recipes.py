@@ -330,3 +330,29 @@ def test_set_not_null_only_where_supported() -> None:
     for target in (Target.DELTA_3, Target.DELTA_4):
         for recipe in ("make_not_null", "add_not_null_with_default", "rename_column"):
             assert not any(isinstance(op, SetNotNull) for op in ops_of(recipe, target))
+
+
+def test_delta3_states_its_minimum_and_the_feature_widening_adds() -> None:
+    """Delta 3.2 brought ALTER TABLE … CLUSTER BY (DeltaSqlBase.g4) and type widening; on Delta 3.2/3.3
+    `delta.enableTypeWidening` adds the `typeWidening-preview` feature (TableFeature.scala of v3.3.2), on
+    Delta 4 the stable `typeWidening` one (v4.0.0). Executed: tests/engine/delta3_run.py reads the feature
+    off a table widened on Delta 3.3."""
+    assert "Delta 3.2 or later" in (Target.__doc__ or "")
+    old, new = pair("widen_small_type")
+    on_delta3, _ = plan(old, new, Target.DELTA_3)
+    widening = [w for w in on_delta3.warnings if "type widening" in w]
+    assert widening == [
+        "payments.transactions: type widening needs Delta 3.2+ on the delta-3 target and adds the "
+        "typeWidening-preview table feature: readers need Delta 3.2+ (Delta 4 reads it too)"
+    ]
+    on_delta4, _ = plan(old, new, Target.DELTA_4)
+    assert [w for w in on_delta4.warnings if "type widening" in w] == [
+        "payments.transactions: type widening adds the typeWidening table feature: readers need Delta 3.3+ "
+        "(or DBR 15.4+)"
+    ]
+    old, new = pair("change_clustering")
+    clustering = [w for w in plan(old, new, Target.DELTA_3)[0].warnings if "CLUSTER BY" in w]
+    assert clustering == [
+        "payments.transactions: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target"
+    ]
+    assert not [w for w in plan(old, new, Target.DELTA_4)[0].warnings if "CLUSTER BY" in w]

@@ -20,7 +20,7 @@ from datetime import date, datetime
 from typing import Any
 
 from delta_contracts.contract.model import Checks, Column, Contract
-from delta_contracts.live import LiveColumn, LiveTable
+from delta_contracts.live import LiveColumn, LiveTable, TableId
 from delta_contracts.plan.building import TableState, stamp_op
 from delta_contracts.plan.migrations import FORMAT, PlannedFiles
 from delta_contracts.plan.ops import (
@@ -38,7 +38,6 @@ from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.sql.normalize import same_expression
 from delta_contracts.target import Target
 
-TableId = tuple[str, ...]
 _VERSIONED = re.compile(r"^(?P<name>.+)__v(?P<major>\d+)$")
 # Protocol and bookkeeping, not settings a contract states: features are switched on by the planner.
 _NOT_CONTRACT_PROPERTIES = ("delta_contracts.", "delta.feature.", "delta.constraints.")

@@ -12,13 +12,12 @@ import typer
 from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, ContractSet, print_problems
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 from delta_contracts.cli.tables import _open as open_engine
+from delta_contracts.live import TableId
 from delta_contracts.sql.dialect import DIALECT
 
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
-
-TableId = tuple[str, ...]
 
 
 @dataclass(frozen=True)

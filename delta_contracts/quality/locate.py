@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from delta_contracts.contract.model import Contract
+from delta_contracts.live import TableId
 from delta_contracts.plan.migrations import StoredMigration, load_history, table_folder
 from delta_contracts.plan.planner import initial_state
-
-TableId = tuple[str, ...]
 
 
 def history_of(contract_id: str, migrations_root: Path | None) -> list[StoredMigration]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from delta_contracts.live import TableId
 from delta_contracts.plan import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
 
-TableId = tuple[str, ...]
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 

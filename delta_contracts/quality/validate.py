@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
-from delta_contracts.live import LiveTable
+from delta_contracts.live import LiveTable, TableId
 from delta_contracts.plan import expressions as x
 from delta_contracts.quality.rules import RowRule, duration, row_rules
 from delta_contracts.quality.samples import build_sample_query
@@ -26,7 +26,6 @@ from delta_contracts.quality.samples import build_sample_query
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
 
-TableId = tuple[str, ...]
 SAMPLE_ROWS = 5
 _ROWS = "n_rows"
 

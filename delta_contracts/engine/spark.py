@@ -21,6 +21,7 @@ from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
+from delta_contracts.plan.conditions import Condition, ViewDefined
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
 from delta_contracts.plan.render import render
 
@@ -272,6 +273,35 @@ class SparkEngine(Engine):
             return None  # a table by that name
         text = next((r.get("data_type") for r in rows if r.get("col_name") == "View Text"), None)
         return str(text) if text else None
+
+    def holds(self, condition: Condition) -> bool:
+        # Spark binds a view's column types when the view is created: after an in-place type change the same
+        # text no longer serves the table (Spark 4 casts back to the old type; Spark 3.5 cannot read the view,
+        # CANNOT_UP_CAST_DATATYPE), so a view is the one its op defines only when its types are current.
+        if isinstance(condition, ViewDefined):
+            return super().holds(condition) and self._view_types_current(condition.view)
+        return super().holds(condition)
+
+    def _view_types_current(self, view: TableId) -> bool:
+        """Whether the view reads its columns in the types its text reads today (it holds text: checked)."""
+        from pyspark.errors import AnalysisException
+
+        text = self.view_text(view)
+        try:
+            fresh = self.spark.sql(text).schema if text else None
+        except AnalysisException:
+            return True  # its text reads nothing now (a source gone): recreating it would not help
+        try:
+            bound = self.spark.table(x.sql(x.table(view))).schema
+        except AnalysisException:
+            return False  # Spark 3.5: the stored types no longer up-cast from the source's
+        if fresh is None:
+            return True
+
+        def shape(schema: Any) -> list[tuple[str, Any]]:
+            return [(field.name.casefold(), field.dataType) for field in schema.fields]
+
+        return shape(bound) == shape(fresh)
 
     def history(self, table: TableId) -> list[Commit]:
         rows = self._describe_rows("HISTORY", table, *HISTORY_COLUMNS)

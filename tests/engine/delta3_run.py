@@ -26,18 +26,49 @@ def cases() -> list[str]:
 
 def run_case(engine: Any, case: str) -> str:
     """Execute one case (`recipe_run`); what is wrong with it, or "" when it is right."""
+    from delta_contracts.contract.types import canonical
+    from delta_contracts.engine.schema_json import columns_from_schema
+    from delta_contracts.plan import expressions as x
     from delta_contracts.target import Target
-    from tests.engine.recipe_run import execute_case
+    from tests.engine.recipe_run import execute_case, renamed
     from tests.recipes import pair
 
     recipe, versioning = case.split("/")
     run = execute_case(engine, recipe, versioning, Target.DELTA_3)
-    _, new = pair(recipe, versioning)
+    new = renamed(pair(recipe, versioning)[1], run.schema)
     if sorted(run.served_columns) != sorted(c.name for c in new.columns):
         wanted = [c.name for c in new.columns]
         return f"the name serves {sorted(run.served_columns)}, the contract says {wanted}"
     if run.served != run.expected:
         return "the rows read through the name are not the rows the contracts say it must serve"
+    # the types too: the checksum compares values as text, and a view keeps the types it was created with
+    schema = engine.spark.table(x.sql(x.table(new.table_parts))).schema.json()
+    served = {c.name.casefold(): c.type for c in columns_from_schema(schema)}
+    wanted_types = {c.name.casefold(): canonical(c.type) for c in new.columns}
+    if served != wanted_types:
+        return f"the name serves the types {served}, the contract says {wanted_types}"
+    return widening_feature_wrong(engine, run.schema, recipe, versioning)
+
+
+def widening_feature_wrong(engine: Any, schema: str, recipe: str, versioning: str) -> str:
+    """Where the migration widened a type in place, the table feature Delta 3.3 added must be the one the
+    planner's warning names (`Target.DELTA_3.type_widening_note`)."""
+    from delta_contracts.plan.ops import WidenType
+    from delta_contracts.plan.planner import plan
+    from delta_contracts.target import Target
+    from tests.engine.recipe_run import renamed
+    from tests.recipes import pair
+
+    old, new = (renamed(c, schema) for c in pair(recipe, versioning))
+    migration, after = plan(old, new, Target.DELTA_3, state=plan(None, old, Target.DELTA_3)[1])
+    if not any(isinstance(op, WidenType) for op in migration.ops):
+        return ""
+    live = engine.describe(after.physical, with_version=False)
+    features = set(live.reader_features)
+    if "typeWidening-preview" not in features or "typeWidening" in features:
+        return f"widening added the reader features {sorted(features)}, not typeWidening-preview"
+    if "typeWidening-preview" not in Target.DELTA_3.type_widening_note:
+        return f"the delta-3 warning names another feature: {Target.DELTA_3.type_widening_note}"
     return ""
 
 

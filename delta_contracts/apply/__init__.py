@@ -65,11 +65,13 @@ def apply(
     batch_rows: int = 1_000_000,
     lease_ttl: timedelta | None = None,
     clock: Callable[[], datetime] | None = None,
+    readers_freshness: timedelta | None = None,
     on_event: Callable[[OpReport], None] | None = None,
     on_boundary: Callable[[str], None] | None = None,
 ) -> ApplyResult:
     """Apply the pending migrations under `migrations/<table id>/` (all tables, or `tables`) on `engine`
-    (an Engine, or a SparkSession with delta-spark)."""
+    (an Engine, or a SparkSession with delta-spark). `clock` is the gates' "now"; `readers_freshness` how
+    recent the readers log must be for a drop's gate to open (`telemetry.freshness` in contracts.yml)."""
     from dataclasses import replace
 
     from delta_contracts.apply.lease import LeaseHeld, LeaseLost
@@ -93,6 +95,8 @@ def apply(
         options = replace(options, lease_ttl=lease_ttl)
     if clock is not None:
         options = replace(options, clock=clock)
+    if readers_freshness is not None:
+        options = replace(options, readers_freshness=readers_freshness)
     result = ApplyResult()
     names = list(tables) if tables is not None else sorted(p.name for p in root.iterdir() if p.is_dir())
     runner = Runner(live, options)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from delta_contracts.apply.ledger import LedgerEntry, Status
@@ -34,6 +34,27 @@ def mark_of(ops: Sequence[Op], op: Op, gate: Gate) -> int | None:
     return None
 
 
+def under_later_names(objects: Sequence[str], entries: Sequence[LedgerEntry]) -> tuple[str, ...]:
+    """The objects, and each again under the names its table was given since by renames the ledger records:
+    a later migration's rename (`orders` → `orders__v2`) moves a deprecated column along, and a read of it
+    under the new name is a read of what the drop removes."""
+    renames = {
+        e.renamed_from.casefold(): e.table.casefold()
+        for e in entries
+        if e.renamed_from and e.status in (Status.SUCCEEDED, Status.FORCED, Status.SKIPPED)
+    }
+    out = list(objects)
+    for obj in objects:
+        name = obj.casefold()
+        for _ in range(len(renames)):  # follow a chain of renames; bounded, so a cycle cannot loop
+            old = next((t for t in renames if name == t or name.startswith(t + ".")), None)
+            if old is None:
+                break
+            name = renames[old] + name[len(old) :]
+            out.append(name)
+    return tuple(dict.fromkeys(out))
+
+
 def marked_at(entries: Sequence[LedgerEntry], key: tuple[str, str, int]) -> datetime | None:
     """When the toolkit set the mark: the end of the first successful run of the mark op."""
     for entry in entries:
@@ -42,7 +63,9 @@ def marked_at(entries: Sequence[LedgerEntry], key: tuple[str, str, int]) -> date
     return None
 
 
-def evaluate(gate: Gate, *, marked: datetime | None, state_dir: Path, now: datetime) -> GateVerdict:
+def evaluate(
+    gate: Gate, *, marked: datetime | None, state_dir: Path, now: datetime, freshness: timedelta
+) -> GateVerdict:
     from delta_contracts.contract.model import duration
     from delta_contracts.telemetry.gate import readers_gate
 
@@ -60,7 +83,7 @@ def evaluate(gate: Gate, *, marked: datetime | None, state_dir: Path, now: datet
                 f"deprecation window {gate.deprecation_window} since {marked:%Y-%m-%d %H:%M} UTC "
                 f"ends {opens_at:%Y-%m-%d %H:%M} UTC"
             )
-    verdict = readers_gate(state_dir, gate.objects, duration(gate.reader_lookback), now)
+    verdict = readers_gate(state_dir, gate.objects, duration(gate.reader_lookback), now, freshness)
     if not verdict.open:
         reasons.extend(verdict.reasons or ("the readers gate is shut",))
     return GateVerdict(not reasons, tuple(reasons), verdict.readers, opens_at)

@@ -17,12 +17,13 @@ from enum import StrEnum
 from pathlib import Path
 
 from delta_contracts.apply import ledger as lg
-from delta_contracts.apply.gates import evaluate, mark_of, marked_at
+from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, Op, Phase, table_name
+from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
 
 
 class OpStatus(StrEnum):
@@ -86,6 +87,7 @@ class ApplyOptions:
     batch_rows: int = 1_000_000
     lease_ttl: timedelta = DEFAULT_TTL
     clock: Callable[[], datetime] = lg.now
+    readers_freshness: timedelta = DEFAULT_FRESHNESS  # how recent the readers log must be (contracts.yml)
     on_event: Callable[[OpReport], None] | None = None  # progress: every op as it starts and ends
     on_boundary: Callable[[str], None] | None = None  # called between steps (tests kill the process here)
 
@@ -264,7 +266,13 @@ class Runner:
             return ()
         mark = mark_of(stored.migration.ops, op, gate)
         when = marked_at(self.entries, (contract, stored.migration_id, mark)) if mark else None
-        verdict = evaluate(gate, marked=when, state_dir=self.engine.state_dir, now=self.options.clock())
+        verdict = evaluate(
+            replace(gate, objects=under_later_names(gate.objects, self.entries)),
+            marked=when,
+            state_dir=self.engine.state_dir,
+            now=self.options.clock(),
+            freshness=self.options.readers_freshness,
+        )
         return () if verdict.open else verdict.reasons or ("the gate is shut",)
 
     # -- one op ----------------------------------------------------------------------------------------------
@@ -454,7 +462,8 @@ class Runner:
                             detail="found already in the target" if done.rows_found else "",
                         )
                     )
-                    self._boundary(f"{stored.migration_id} op {index} batch {count}")
+                    # Numbered from the op's first batch, resumed or not, so a boundary names one batch.
+                    self._boundary(f"{stored.migration_id} op {index} batch {len(marks) + count}")
                     lease.renew_if_due()  # a long backfill outlives the lease's TTL otherwise
 
                 run_batches(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)

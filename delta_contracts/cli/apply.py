@@ -140,6 +140,9 @@ def apply_command(
         elif fmt is OutputFormat.TEXT and report.status.value not in {"done", "superseded"}:
             console.print(_line(report), markup=False)
 
+    from delta_contracts.contract.model import duration
+
+    freshness = duration(contracts.project.project.telemetry.freshness)
     with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite) as live, status:
         result = apply(
             live,
@@ -150,6 +153,7 @@ def apply_command(
             dry_run=dry_run,
             force_reason=reason if force else None,
             batch_rows=batch_rows,
+            readers_freshness=freshness,
             on_event=progress,
         )
     _print_result(result, fmt, dry_run)

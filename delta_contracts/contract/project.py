@@ -9,9 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, field_validator
 
-from delta_contracts.contract.model import Checks, Evolution, Frozen, Owner, Scalar
+from delta_contracts.contract.model import (
+    Checks,
+    Duration,
+    Evolution,
+    Frozen,
+    Owner,
+    Scalar,
+    _check_duration,
+)
 from delta_contracts.target import DEFAULT_TARGET, Target
 
 PROJECT_FILE = "contracts.yml"
@@ -40,6 +48,13 @@ class EngineSettings(Frozen):
     warehouse: str = "./warehouse"
 
 
+class TelemetrySettings(Frozen):
+    # A log last collected days ago says nothing about the reads since: the drop's gate needs a fresh one.
+    freshness: Duration = "P1D"
+
+    _freshness = field_validator("freshness")(classmethod(lambda cls, v: _check_duration(v)))
+
+
 class Project(Frozen):
     """The parsed `contracts.yml`; `root` is the folder holding it (not part of the file)."""
 
@@ -48,6 +63,7 @@ class Project(Frozen):
     target: Target = DEFAULT_TARGET
     migrations: str = "migrations"
     engine: EngineSettings = EngineSettings()
+    telemetry: TelemetrySettings = TelemetrySettings()
 
 
 def find_project_file(start: Path) -> Path | None:

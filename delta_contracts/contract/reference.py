@@ -124,6 +124,9 @@ FIELD_DOCS: dict[str, str] = {
     "project.engine.name": "`local` (embedded Sail), `spark` or `connect`.",
     "project.engine.url": "`sc://host:port` for `connect`.",
     "project.engine.warehouse": "Warehouse folder of the `local` engine, relative to `contracts.yml`.",
+    "project.telemetry": "Settings of the deprecation telemetry that the sunset gate of `apply` reads.",
+    "project.telemetry.freshness": "How recent every readers-log source's watermark must be for a drop's "
+    "gate to open (ISO-8601 duration): a log not collected lately keeps the gate shut.",
 }
 
 # An example value of each field whose model declares none (`Field(examples=[…])` wins; an entry here for
@@ -194,6 +197,7 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "project.engine.name": "connect",
     "project.engine.url": "sc://localhost:15002",
     "project.engine.warehouse": "../warehouse",
+    "project.telemetry": {"freshness": "PT6H"},
 }
 
 _NAMED_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}

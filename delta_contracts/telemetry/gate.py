@@ -9,6 +9,9 @@ from pathlib import Path
 
 from delta_contracts.telemetry.store import read_delta, readers_path, sources_path
 
+# How recent a source's watermark must be, unless `contracts.yml` says otherwise (`telemetry.freshness`).
+DEFAULT_FRESHNESS = timedelta(days=1)
+
 
 @dataclass(frozen=True, slots=True)
 class ReadersVerdict:
@@ -24,13 +27,18 @@ def covers(logged: str, wanted: str) -> bool:
 
 
 def readers_gate(
-    state_dir: Path, objects: Sequence[str], lookback: timedelta, now: datetime
+    state_dir: Path,
+    objects: Sequence[str],
+    lookback: timedelta,
+    now: datetime,
+    freshness: timedelta = DEFAULT_FRESHNESS,
 ) -> ReadersVerdict:
     """Open when the log covers the whole window `[now - lookback, now]` and nobody read `objects` in it.
 
-    `state_dir` is `<warehouse>/_delta_contracts`. Coverage: every collected source has a watermark inside
-    the window (a source no longer collected could hide readers) and at least one source reaches back to
-    the window's start. Possible readers (texts that name the object but did not parse) count as readers.
+    `state_dir` is `<warehouse>/_delta_contracts`. Coverage, for every collected source (one no longer
+    collected could hide readers): it delivered statements from the window's start or before, and up to
+    `now - freshness` or later (a log collected days ago says nothing about the reads since). Possible
+    readers (texts that name the object but did not parse) count as readers.
     """
     now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
     since = now - lookback
@@ -44,7 +52,7 @@ def readers_gate(
             (f"no telemetry collected: no source watermarks at {sources_path(state_dir)}",),
             {},
         )
-    reasons = _coverage_problems(sources.to_pylist(), since)
+    reasons = _coverage_problems(sources.to_pylist(), since, now - freshness)
     log = read_delta(readers_path(state_dir))
     if log is None:
         reasons.append(f"no readers log at {readers_path(state_dir)}")
@@ -71,7 +79,7 @@ def readers_gate(
     )
 
 
-def _coverage_problems(sources: list[dict[str, object]], since: datetime) -> list[str]:
+def _coverage_problems(sources: list[dict[str, object]], since: datetime, fresh_from: datetime) -> list[str]:
     latest: dict[str, dict[str, object]] = {}
     for row in sources:  # one row per collection; the newest per source counts
         name = str(row["source"])
@@ -79,20 +87,21 @@ def _coverage_problems(sources: list[dict[str, object]], since: datetime) -> lis
             latest[name] = row
     problems = []
     for name, row in sorted(latest.items()):
-        watermark = row["watermark"]
+        watermark, start = row["watermark"], row.get("covered_from")
         if not isinstance(watermark, datetime):
             problems.append(f"source {name} delivered no statement yet: the log covers nothing")
-        elif watermark < since:
+            continue
+        if watermark < fresh_from:
             problems.append(
                 f"stale readers log: source {name} was collected up to {watermark:%Y-%m-%d %H:%M} UTC, "
-                f"before the window's start {since:%Y-%m-%d %H:%M} UTC"
+                f"before {fresh_from:%Y-%m-%d %H:%M} UTC (telemetry.freshness): reads since are unknown"
             )
-    starts = [s for row in latest.values() if isinstance(s := row.get("covered_from"), datetime)]
-    if starts and min(starts) > since:
-        problems.append(
-            f"the readers log starts at {min(starts):%Y-%m-%d %H:%M} UTC, after the window's start "
-            f"{since:%Y-%m-%d %H:%M} UTC: earlier reads are unknown"
-        )
+        if not isinstance(start, datetime) or start > since:
+            began = f"{start:%Y-%m-%d %H:%M} UTC" if isinstance(start, datetime) else "an unknown time"
+            problems.append(
+                f"source {name} starts at {began}, after the window's start {since:%Y-%m-%d %H:%M} UTC: "
+                "earlier reads are unknown"
+            )
     return problems
 
 

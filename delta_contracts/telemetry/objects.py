@@ -95,7 +95,10 @@ def watched(
         objects.extend(found)
         for obj in found:
             consumers.setdefault(obj, consumers.get(name.casefold(), ()))
-        schemas.setdefault(name.casefold(), tuple(c.name.casefold() for c in live_table.columns))
+        # The live table may still hold columns the contract has already dropped (a drop held at its gate):
+        # a query naming them reads the live table, so they belong to its schema too.
+        live_columns = tuple(c.name.casefold() for c in live_table.columns)
+        schemas[name.casefold()] = tuple(dict.fromkeys(schemas.get(name.casefold(), ()) + live_columns))
     catalog = Catalog({k.casefold(): v for k, v in (views or {}).items()}, schemas)
     locations = {
         t.location.removeprefix("file:").rstrip("/"): name.casefold() for name, t in (live or {}).items()

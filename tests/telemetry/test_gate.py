@@ -69,6 +69,45 @@ def test_a_stale_watermark_keeps_it_shut(tmp_path: Path) -> None:
     assert any("stale readers log" in r for r in verdict.reasons)
 
 
+def test_a_log_last_collected_inside_the_window_but_not_lately_keeps_it_shut(tmp_path: Path) -> None:
+    """Collected up to 13 days ago: inside a 14-day window, but the reads of the last 13 days are unknown."""
+    _collected(tmp_path, watermark=NOW - timedelta(days=13), covered_from=NOW - timedelta(days=60))
+    verdict = readers_gate(tmp_path, ["sales.orders"], LOOKBACK, NOW)
+    assert not verdict.open
+    (reason,) = verdict.reasons
+    assert "stale readers log: source history was collected up to 2026-11-10 12:00 UTC" in reason
+    assert "before 2026-11-22 12:00 UTC (telemetry.freshness)" in reason
+
+
+def test_freshness_is_a_setting(tmp_path: Path) -> None:
+    _collected(tmp_path, watermark=NOW - timedelta(hours=30), covered_from=NOW - timedelta(days=60))
+    assert not readers_gate(tmp_path, ["sales.orders"], LOOKBACK, NOW).open  # default: one day
+    assert readers_gate(tmp_path, ["sales.orders"], LOOKBACK, NOW, freshness=timedelta(days=2)).open
+    assert not readers_gate(tmp_path, ["sales.orders"], LOOKBACK, NOW, freshness=timedelta(hours=6)).open
+
+
+def test_a_log_from_the_windows_start_to_within_the_allowance_opens(tmp_path: Path) -> None:
+    """The edges of coverage are inclusive: first statement at `now - lookback`, watermark `now - 1 day`."""
+    _collected(tmp_path / "a", watermark=NOW - timedelta(days=1), covered_from=NOW - LOOKBACK)
+    verdict = readers_gate(tmp_path / "a", ["sales.orders"], LOOKBACK, NOW)
+    assert verdict.open, verdict.reasons
+    late = NOW - LOOKBACK + timedelta(minutes=1)
+    _collected(tmp_path / "b", watermark=NOW - timedelta(days=1), covered_from=late)
+    assert not readers_gate(tmp_path / "b", ["sales.orders"], LOOKBACK, NOW).open
+
+
+def test_a_source_added_after_the_windows_start_keeps_it_shut_beside_a_full_one(tmp_path: Path) -> None:
+    """Every source must cover the window: reads on a new source's system before it was added are unknown."""
+    _collected(tmp_path, watermark=NOW, covered_from=NOW - timedelta(days=60))
+    _collected(tmp_path, watermark=NOW, covered_from=NOW - timedelta(days=2), source="eventlog")
+    verdict = readers_gate(tmp_path, ["sales.orders"], LOOKBACK, NOW)
+    assert not verdict.open
+    assert verdict.reasons == (
+        "source eventlog starts at 2026-11-21 12:00 UTC, after the window's start 2026-11-09 12:00 UTC: "
+        "earlier reads are unknown",
+    )
+
+
 def test_one_stale_source_among_fresh_ones_keeps_it_shut(tmp_path: Path) -> None:
     _collected(tmp_path, watermark=NOW, covered_from=NOW - timedelta(days=60))
     _collected(

@@ -1,0 +1,149 @@
+"""The sunset gate of `apply` over a readers log collected from a query history: a reader of the dropped
+column in the lookback keeps the drop held and is named; a clean, fresh log and a passed window let it run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from delta_contracts.apply import apply
+from delta_contracts.apply.gates import marked_at
+from delta_contracts.apply.ledger import Ledger, Status
+from delta_contracts.apply.runner import OpStatus
+from delta_contracts.contract.load import load_contract
+from delta_contracts.engine.base import Engine
+from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.spark import SparkEngine
+from delta_contracts.plan.migrations import load_history
+from delta_contracts.telemetry.objects import watched_on
+from delta_contracts.telemetry.pipeline import collect
+from delta_contracts.telemetry.sources import parse_source, read_source
+from tests.engine.apply_support import REPO, insert_rows, with_schema
+
+pytestmark = pytest.mark.engine
+
+
+@pytest.fixture
+def own_engine(engine: Engine, tmp_path: Path) -> Iterator[Engine]:
+    """The engine with a state dir of the test's own: the gate counts every source of the readers log in it,
+    so a source another test collected would decide this test's gate."""
+    if engine.name == "spark":
+        yield SparkEngine(engine.spark, tmp_path / "state")  # type: ignore[attr-defined]
+        return
+    with LocalEngine(tmp_path / "warehouse") as local:
+        yield local
+
+
+def _export(path: Path, rows: list[tuple[str, str, datetime]]) -> Path:
+    """A Databricks query-history export (JSON lines) of (user, statement, time)."""
+    with path.open("w", encoding="utf-8") as out:
+        for n, (user, text, at) in enumerate(rows):
+            row = {"statement_id": f"{path.stem}-{n}", "statement_text": text, "executed_by": user,
+                   "start_time": at.isoformat(), "client_application": "Databricks SQL"}  # fmt: skip
+            out.write(json.dumps(row) + "\n")
+    return path
+
+
+def _dashboard(schema: str, times: list[datetime]) -> list[tuple[str, str, datetime]]:
+    statement = f"SELECT status, count(*) FROM {schema}.orders GROUP BY status"
+    return [("dashboard", statement, at) for at in times]
+
+
+def _collect(engine: Engine, contract: str, export: Path, now: datetime) -> None:
+    model = load_contract(REPO / "contracts" / "sales" / "orders.yaml").contract
+    watched = watched_on(engine, [model.model_copy(update={"id": contract})])
+    spark = engine.spark  # type: ignore[attr-defined]
+    frame = read_source(spark, parse_source(f"query-history:{export}"))
+    collect(spark, frame, "history", watched, engine.state_dir, now=now)
+
+
+def test_a_logged_reader_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
+    own_engine: Engine, tmp_path: Path
+) -> None:
+    engine = own_engine
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    assert apply(engine, root, tables=[contract], to_version="1.0.0").exit_code == 0
+    insert_rows(engine, schema)
+    assert apply(engine, root, tables=[contract], to_version="2.0.0").exit_code == 0
+    stored = load_history(root / contract)[2]
+    drop = stored.migration.ops[11]  # 0003 op 12: drops coupon_code, marked deprecated by op 7
+    assert drop.kind == "drop_columns" and drop.gate.objects == (f"{schema}.orders.coupon_code",)  # type: ignore[attr-defined]
+    entries = Ledger(engine.state_dir).entries([contract])
+    marked = marked_at(entries, (contract, stored.migration_id, 7))  # when the mark op finished
+    assert marked is not None
+    now = marked + timedelta(days=31)  # the P30D deprecation window has passed
+
+    # 20 days of history up to an hour ago: a dashboard reads the table daily, finance-recon read the
+    # deprecated column three days ago (inside the 14-day lookback).
+    days = [now - timedelta(days=d, hours=1) for d in range(20, -1, -1)]
+    history = [
+        ("dashboard", f"SELECT status, count(*) FROM {schema}.orders GROUP BY status", at) for at in days
+    ]
+    history.append(("finance-recon", f"SELECT order_id, coupon_code FROM {schema}.orders", days[-4]))
+    _collect(engine, contract, _export(tmp_path / "day0.jsonl", history), now)
+
+    held = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: now)
+    assert held.exit_code == 0
+    (waiting,) = held.waiting
+    assert (waiting.migration_id, waiting.index) == (stored.migration_id, 12)
+    (reason,) = waiting.reasons  # the window passed and the log is fresh: only the reader holds it
+    assert reason.startswith(f"{schema}.orders.coupon_code: 1 reader(s) since ")
+    assert reason.endswith("finance-recon (Databricks SQL)")
+    live = engine.describe((schema, "orders"))
+    assert live is not None and live.column("coupon_code") is not None
+
+    # 15 days on, the daily collection went on and finance-recon stopped: nobody read coupon_code since
+    # the new window's start, the log is fresh, and the drops run, not forced.
+    later = now + timedelta(days=15)
+    days = [later - timedelta(days=d, hours=1) for d in range(15, -1, -1)]
+    clean = [
+        ("dashboard", f"SELECT status, count(*) FROM {schema}.orders GROUP BY status", at) for at in days
+    ]
+    _collect(engine, contract, _export(tmp_path / "day15.jsonl", clean), later)
+    opened = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: later)
+    assert opened.exit_code == 0 and not opened.waiting
+    ran = {r.index: r.status for r in opened.reports if r.migration_id == stored.migration_id}
+    assert ran[12] is OpStatus.SUCCEEDED and ran[13] is OpStatus.SUCCEEDED
+    live = engine.describe((schema, "orders"))
+    assert live is not None and live.column("coupon_code") is None and live.column("amount") is None
+    last = Ledger(engine.state_dir).entries([contract])[-1]
+    assert last.status == Status.SUCCEEDED and last.reason == ""
+
+
+def test_a_stale_log_keeps_the_drop_held(own_engine: Engine, tmp_path: Path) -> None:
+    """A clean log last collected 13 days before `now` (inside the 14-day lookback) says nothing about the
+    13 days since: the drop waits, saying so; `readers_freshness` is the setting that decides."""
+    engine = own_engine
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    assert apply(engine, root, tables=[contract], to_version="1.0.0").exit_code == 0
+    assert apply(engine, root, tables=[contract], to_version="2.0.0").exit_code == 0
+    stored = load_history(root / contract)[2]
+    entries = Ledger(engine.state_dir).entries([contract])
+    marked = marked_at(entries, (contract, stored.migration_id, 7))  # when the mark op finished
+    assert marked is not None
+    now = marked + timedelta(days=31)
+    days = [now - timedelta(days=d) for d in range(40, 12, -1)]
+    clean = _dashboard(schema, days)
+    _collect(engine, contract, _export(tmp_path / "old.jsonl", clean), now - timedelta(days=13))
+    held = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: now)
+    (waiting,) = held.waiting
+    (reason,) = waiting.reasons
+    assert reason.startswith("stale readers log: source history was collected up to ")
+    assert "(telemetry.freshness)" in reason
+    lenient = apply(
+        engine,
+        root,
+        tables=[contract],
+        to_version="2.0.0",
+        clock=lambda: now,
+        readers_freshness=timedelta(days=14),
+    )
+    assert lenient.exit_code == 0 and not lenient.waiting
+    live = engine.describe((schema, "orders"))
+    assert live is not None and live.column("coupon_code") is None

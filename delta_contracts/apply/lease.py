@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.apply.ledger import who
+from delta_contracts.apply.ledger import snapshot_rows, who
 
 LEASES_DIR = "leases"
 DEFAULT_TTL = timedelta(minutes=30)
@@ -129,7 +129,7 @@ class Lease:
             return None
         rows = [
             LeaseRow(**r)
-            for r in snapshot.to_pyarrow_table().to_pylist()
+            for r in snapshot_rows(snapshot, _schema())
             if str(r["table"]).casefold() == self.table.casefold()
         ]
         return max(rows, key=lambda r: r.sequence, default=None)

@@ -74,10 +74,16 @@ def test_forced_drop_commit_carries_the_reason(engine: Engine, tmp_path: Path) -
     assert _statuses(forced)[("0003", 12)] == "forced"
     live = engine.describe((schema, "orders"))
     assert live is not None and live.column("amount") is None and live.column("coupon_code") is None
+    # Both drops are commits carrying the reason: on `spark` through the session conf, on `local` through
+    # the delta-spark path that runs DROP COLUMNS (the conf of its own session).
+    drops = [c for c in engine.history((schema, "orders")) if c.operation == "DROP COLUMNS"]
+    assert len(drops) == 2, [c.operation for c in engine.history((schema, "orders"))]
+    metas = [json.loads(c.user_metadata or "{}")["delta_contracts"] for c in drops]
+    assert [(m["migration"][:4], m["op"], m["forced_reason"]) for m in metas] == [
+        ("0003", 12, "approved by owner"),
+        ("0003", 13, "approved by owner"),
+    ]
     last = engine.history((schema, "orders"))[-1]
-    if engine.name == "spark":  # the local engine drops columns by a rewrite through Sail: no userMetadata
-        meta = json.loads(last.user_metadata or "{}")["delta_contracts"]
-        assert meta["forced_reason"] == "approved by owner" and meta["migration"].startswith("0003")
     entries = Ledger(engine.state_dir).entries([contract])
     assert claimed(entries, f"{schema}.orders", last.version)
 
@@ -138,22 +144,22 @@ def test_dry_run_changes_nothing(engine: Engine, tmp_path: Path) -> None:
     assert Ledger(engine.state_dir).entries([contract]) == []
 
 
-def test_edited_migration_is_refused_until_rehashed(local_engine: Engine, tmp_path: Path) -> None:
-    root, contract = orders_migrations(tmp_path)
-    assert apply(local_engine, root, tables=[contract], to_version="1.0.0").exit_code == 0
+def test_edited_migration_is_refused_until_rehashed(engine: Engine, tmp_path: Path) -> None:
+    root, contract = with_schema(engine, tmp_path)
+    assert apply(engine, root, tables=[contract], to_version="1.0.0").exit_code == 0
     folder = root / contract
     sql = folder / "0001_create_1.0.0.sql"
     sql.write_text(sql.read_text(encoding="utf-8") + "-- reviewed by hand\n", encoding="utf-8")
-    unsummed = apply(local_engine, root, tables=[contract])
+    unsummed = apply(engine, root, tables=[contract])
     assert unsummed.exit_code == 2 and str(sql) in unsummed.refused[0][1]
     (folder / SUM_FILE).write_text(compute_sum(folder, migration_files(folder)), encoding="utf-8")
-    refused = apply(local_engine, root, tables=[contract])
+    refused = apply(engine, root, tables=[contract])
     assert refused.exit_code == 2 and "0001_create_1.0.0.json" in refused.refused[0][1]
     assert "rehash" in refused.refused[0][1]
-    assert rehash(local_engine.state_dir, root, contract, reason="comment only") == ["0001_create_1.0.0"]
-    accepted = apply(local_engine, root, tables=[contract], to_version="1.1.0")
+    assert rehash(engine.state_dir, root, contract, reason="comment only") == ["0001_create_1.0.0"]
+    accepted = apply(engine, root, tables=[contract], to_version="1.1.0")
     assert accepted.exit_code == 0 and not accepted.refused
-    rows = Ledger(local_engine.state_dir).entries([contract])
+    rows = Ledger(engine.state_dir).entries([contract])
     assert [(e.migration_id, e.reason) for e in rows if e.status == Status.REHASHED] == [
         ("0001_create_1.0.0", "comment only")
     ]

@@ -2,7 +2,9 @@
 
 SPEC: warehouse, migrations, contract, to_version, force_reason, batch_rows, kill_on (SIGKILL itself at the
 boundary of that name), killed_log (where the boundary it died at is appended), hold (seconds to sleep at the
-first boundary, so that a racing process meets the lease). Exits with apply's exit code.
+first boundary, so that a racing process meets the lease), engine (`local`, the default, or `spark`: a local
+delta-spark session of its own, whose in-memory catalog lives as long as the process). Exits with apply's
+exit code.
 """
 
 from __future__ import annotations
@@ -13,12 +15,15 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from delta_contracts.engine.base import Engine
 
 
 def main() -> int:
     spec = json.loads(sys.argv[1])
     from delta_contracts.apply import apply
-    from delta_contracts.engine.local import LocalEngine
 
     seen = 0
 
@@ -32,7 +37,7 @@ def main() -> int:
                 log.write(name + "\n")
             os.kill(os.getpid(), signal.SIGKILL)
 
-    with LocalEngine(spec["warehouse"]) as engine:
+    with _engine(spec) as engine:
         result = apply(
             engine,
             spec["migrations"],
@@ -49,6 +54,22 @@ def main() -> int:
     for contract, error in result.refused:
         print(f"refused {contract}: {error}")
     return result.exit_code
+
+
+def _engine(spec: dict[str, Any]) -> Engine:
+    warehouse = Path(spec["warehouse"])
+    if spec.get("engine", "local") == "local":
+        from delta_contracts.engine.local import LocalEngine
+
+        return LocalEngine(warehouse)
+    from delta_contracts.engine.spark import SparkEngine, local_delta_session
+
+    engine = SparkEngine(
+        local_delta_session(warehouse=warehouse), warehouse / "_delta_contracts", owns_session=True
+    )
+    # delta-spark does not create schemas for CREATE TABLE
+    engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{spec['contract'].split('.')[0]}`")
+    return engine
 
 
 if __name__ == "__main__":

@@ -172,6 +172,21 @@ def read_through_name(engine: Engine, contract: Contract) -> list[dict[str, Any]
     return engine.sql(f"SELECT * FROM {x.sql(x.table(contract.table_parts))}")
 
 
+def served_types(engine: Engine, contract: Contract) -> dict[str, str]:
+    """The column types readers get through the contract's name (the rows' checksum compares values as text,
+    so it cannot see a view that still casts to the types it was created with)."""
+    from delta_contracts.engine.schema_json import columns_from_schema
+
+    schema = engine.spark.table(x.sql(x.table(contract.table_parts))).schema.json()  # type: ignore[attr-defined]
+    return {c.name.casefold(): c.type for c in columns_from_schema(schema)}
+
+
+def contract_types(contract: Contract) -> dict[str, str]:
+    from delta_contracts.contract.types import canonical
+
+    return {c.name.casefold(): canonical(c.type) for c in contract.columns}
+
+
 def renamed(contract: Contract, schema: str) -> Contract:
     return contract.model_copy(update={"id": f"{schema}.transactions"})
 
@@ -182,6 +197,8 @@ class CaseRun:
     read back from its Delta log with delta-rs (not through the engine that wrote it)."""
 
     served_columns: tuple[str, ...]
+    served_types: dict[str, str]  # column -> canonical type the name serves (a view keeps its creation types)
+    wanted_types: dict[str, str]  # column -> canonical type the contract declares
     served: str  # checksum of the rows read through the contract's name
     expected: str  # checksum of the rows the contracts say the name must serve
     location: str  # the final physical table's location
@@ -212,6 +229,8 @@ def execute_case(engine: Engine, recipe: str, versioning: str, target: Target = 
     got = read_through_name(engine, new)
     return CaseRun(
         served_columns=tuple(got[0]) if got else (),
+        served_types=served_types(engine, new),
+        wanted_types=contract_types(new),
         served=checksum(got),
         expected=checksum(expected_rows(old, new, [*ROWS, LATE_ROW])),
         location=_location(engine, after.physical),
@@ -286,6 +305,8 @@ def execute_history(engine: Engine, source: Path) -> CaseRun:
     got = read_through_name(engine, previous.contract)
     return CaseRun(
         served_columns=tuple(got[0]) if got else (),
+        served_types=served_types(engine, previous.contract),
+        wanted_types=contract_types(previous.contract),
         served=checksum(got),
         expected=checksum(rows),
         location=_location(engine, previous.state.physical),

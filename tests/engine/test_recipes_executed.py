@@ -56,6 +56,7 @@ def test_recipe_executes_on_delta(spark_engine: Engine, recipe: str, versioning:
         pytest.fail(f"{recipe}/{versioning} refused by the planner: {err}")
     _old, new = pair(recipe, versioning)
     assert sorted(run.served_columns) == sorted(c.name for c in new.columns), "the name serves the contract"
+    assert run.served_types == run.wanted_types, f"{recipe}/{versioning}: types served differ"
     assert run.served == run.expected, f"{recipe}/{versioning}: rows served differ from the contract's"
 
 
@@ -83,6 +84,7 @@ def test_local_ends_where_spark_ends(
         assert "cannot run this migration" in str(err), "refused before anything ran"
         return
     assert refusal is None, f"local was expected to refuse ({refusal}) and ran"
+    assert run.served_types == reference.served_types
     assert run.served == reference.served
     assert run.state() == reference.state()
 
@@ -109,6 +111,7 @@ def test_every_committed_history_has_rows_to_execute_with() -> None:
 @pytest.mark.parametrize("table", HISTORIES)
 def test_committed_history_executes_on_delta(spark_engine: Engine, table: str) -> None:
     run = spark_history(spark_engine, table)
+    assert run.served_types == run.wanted_types
     assert run.served == run.expected
 
 
@@ -118,5 +121,6 @@ def test_local_ends_where_spark_ends_on_the_committed_history(
 ) -> None:
     reference = spark_history(spark_engine, table)
     run = execute_history(local_engine, MIGRATIONS / table)
+    assert run.served_types == reference.served_types
     assert run.served == reference.served
     assert run.state() == reference.state()

@@ -28,7 +28,7 @@ delta3: $(BIN)/.installed $(DELTA3_VENV)/.installed
 	$(BIN)/python -m delta_contracts.engine.jars delta-3
 
 demo: $(BIN)/.installed jars
-	$(BIN)/python -m delta_contracts.demo
+	$(BIN)/delta-contracts demo
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .

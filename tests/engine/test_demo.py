@@ -1,0 +1,53 @@
+"""`delta-contracts demo` (what `make demo` runs), end to end on a copy of the example project."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.engine.apply_support import REPO
+
+pytestmark = pytest.mark.engine
+
+
+def test_demo_runs_the_main_job_end_to_end(tmp_path: Path) -> None:
+    for folder in ("contracts", "migrations"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    # The demo diffs the contracts against the last commit: the copy is a repository of its own.
+    for args in (
+        ["init", "-q"],
+        ["add", "."],
+        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+    ):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    command = Path(sys.executable).with_name("delta-contracts")
+    env = {**os.environ, "RUST_LOG": "error", "COLUMNS": "200"}
+    done = subprocess.run(
+        [str(command), "demo"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    lines = out.splitlines()
+    # The drop of coupon_code waits at its gate, with why: the window, and the reader the telemetry found.
+    held = [line for line in lines if line.startswith("waiting sales.orders 0003_1.1.0_to_2.0.0 op 12: ")]
+    assert held and "coupon_code" in held[0], out[-4000:]
+    assert any(line.startswith("  - deprecation window P30D since ") for line in lines)
+    assert any(
+        # renamed to orders__v2 by 0004 since the drop was planned: its reads count under the new name
+        line.startswith("  - sales.orders__v2.coupon_code: ") and "finance-recon (Databricks SQL)" in line
+        for line in lines
+    )
+    # 15 days later the telemetry opens the readers gate; then the owner forces the drops, with a reason.
+    assert "sunset gate 15 days later: open" in lines
+    # The in-place drops were made moot by the 3.0.0 copy (skipped); the retired table is dropped, forced.
+    drop = "! sales.orders__v2 0004_2.0.0_to_3.0.0 [contract] op 12: drop table sales.orders__v2 (forced"
+    forced = [line for line in lines if line.startswith(drop)]
+    assert forced, out[-4000:]
+    reason = "reason: DEMO-1: finance-recon moved to sales.orders (approved by commerce-platform)"
+    assert any("op 12 [contract] drop_table: forced" in line and reason in line for line in lines)
+    assert "== summary ==" in lines and (tmp_path / "warehouse" / "demo" / "_delta_contracts").is_dir()

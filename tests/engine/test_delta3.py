@@ -14,6 +14,7 @@ import json
 import os
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,31 +37,62 @@ CASES = tuple(cases())
 _FOREIGN_ENV = ("SPARK_HOME", "SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "PYSPARK_PYTHON", "PYTHONHOME")
 
 
-@pytest.fixture(scope="module")
-def delta3_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+@dataclass
+class Delta3Run:
+    """The delta-3 subprocess, started when the run is collected so that its JVM works beside the rest of the
+    suite (two cores, two JVMs), and awaited by the tests below."""
+
+    process: subprocess.Popen[bytes] | None
+    output: Path
+    errors: Path
+    problem: str = ""  # why it could not start
+
+
+def launch() -> Delta3Run:
+    import tempfile
+
     from delta_contracts.engine.jars import availability
 
+    folder = Path(tempfile.mkdtemp(prefix="dc-delta3-"))
+    run = Delta3Run(None, folder / "results.json", folder / "progress.log")
     python = Path(os.environ.get(VENV_ENV) or REPO / ".venv-delta3") / "bin" / "python"
     if not python.exists():
-        pytest.fail(f"{python} is missing: `make delta3` builds the delta-3 virtualenv")
+        run.problem = f"{python} is missing: `make delta3` builds the delta-3 virtualenv"
+        return run
     available, why = availability("delta-3")
     if not available:
-        pytest.fail(f"the delta-3 engine cannot start: {why}")
+        run.problem = f"the delta-3 engine cannot start: {why}"
+        return run
     env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
     env["PYTHONPATH"] = str(REPO)
-    warehouse = tmp_path_factory.mktemp("delta3-warehouse")
-    done = subprocess.run(
-        [str(python), "-m", "tests.engine.delta3_run", str(warehouse), *CASES],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    results: dict[str, dict[str, str]] = json.loads(done.stdout.strip().splitlines()[-1])
+    with run.output.open("wb") as out, run.errors.open("wb") as err:
+        run.process = subprocess.Popen(
+            [str(python), "-m", "tests.engine.delta3_run", str(folder / "warehouse"), *CASES],
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=err,
+        )
+    return run
+
+
+@pytest.fixture(scope="module")
+def delta3_results(request: pytest.FixtureRequest) -> dict[str, dict[str, str]]:
+    run: Delta3Run = request.config.stash.get(DELTA3_RUN, None) or launch()
+    if run.problem:
+        pytest.fail(run.problem)
+    assert run.process is not None
+    try:
+        returncode = run.process.wait(timeout=3600)
+    except subprocess.TimeoutExpired:
+        run.process.kill()
+        raise
+    assert returncode == 0, run.errors.read_text(errors="replace")[-4000:]
+    results: dict[str, dict[str, str]] = json.loads(run.output.read_text().strip().splitlines()[-1])
     return results
+
+
+DELTA3_RUN = pytest.StashKey[Delta3Run]()
 
 
 def test_the_second_virtualenv_runs_spark_35(delta3_results: dict[str, Any]) -> None:

@@ -3,8 +3,10 @@
 SPEC: warehouse, migrations, contract, to_version, force_reason, batch_rows, kill_on (SIGKILL itself at the
 boundary of that name), killed_log (where the boundary it died at is appended), hold (seconds to sleep at the
 first boundary, so that a racing process meets the lease), engine (`local`, the default, or `spark`: a local
-delta-spark session of its own, whose in-memory catalog lives as long as the process). Exits with apply's
-exit code.
+delta-spark session of its own, whose in-memory catalog lives as long as the process), metastore (spark: a
+Hive metastore in the warehouse instead, so that the tables outlive the process; one process at a time),
+insert_rows (after applying, load the test rows), fingerprint_out (write the fingerprints of the schemas named
+in `fingerprint` there as JSON, and apply nothing). Exits with apply's exit code.
 """
 
 from __future__ import annotations
@@ -38,6 +40,12 @@ def main() -> int:
             os.kill(os.getpid(), signal.SIGKILL)
 
     with _engine(spec) as engine:
+        if spec.get("fingerprint_out"):
+            from tests.engine.apply_support import fingerprint
+
+            prints = {schema: fingerprint(engine, schema) for schema in spec["fingerprint"]}
+            Path(spec["fingerprint_out"]).write_text(json.dumps(prints, default=str), encoding="utf-8")
+            return 0
         result = apply(
             engine,
             spec["migrations"],
@@ -47,6 +55,10 @@ def main() -> int:
             batch_rows=spec.get("batch_rows", 1_000_000),
             on_boundary=boundary,
         )
+        if spec.get("insert_rows") and result.exit_code == 0:
+            from tests.engine.apply_support import insert_rows
+
+            insert_rows(engine, spec["contract"].split(".")[0])
     for held in result.held:
         print(f"held by another runner: {held}")
     if result.failure is not None:
@@ -64,9 +76,17 @@ def _engine(spec: dict[str, Any]) -> Engine:
         return LocalEngine(warehouse)
     from delta_contracts.engine.spark import SparkEngine, local_delta_session
 
-    engine = SparkEngine(
-        local_delta_session(warehouse=warehouse), warehouse / "_delta_contracts", owns_session=True
-    )
+    extra = {}
+    if spec.get("metastore"):
+        extra = {
+            "spark.sql.catalogImplementation": "hive",
+            "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
+            ),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",  # derby.log there
+        }
+    session = local_delta_session(warehouse=warehouse, extra=extra)
+    engine = SparkEngine(session, warehouse / "_delta_contracts", owns_session=True)
     # delta-spark does not create schemas for CREATE TABLE
     engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{spec['contract'].split('.')[0]}`")
     return engine

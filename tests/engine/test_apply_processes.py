@@ -152,3 +152,41 @@ def test_two_runners_one_table(engine: str, tmp_path: Path) -> None:
     assert done and max(done.values()) == 1
     assert len({e.pid for e in entries}) == 1
     assert {e.engine for e in entries} == {engine}
+
+
+@JVM
+def test_killed_on_spark_converges_to_an_uninterrupted_run(tmp_path: Path) -> None:
+    """The same on `spark`, at a few cuts (a delta-spark JVM per run): after a delta-spark commit before its
+    ledger row, between two batches of a backfill, after the rename. A Hive metastore in the warehouse keeps
+    the tables from one process to the next."""
+    warehouse = tmp_path / "wh"
+    ref_root, ref_contract = orders_migrations(tmp_path / "ref", "reference")
+    root, contract = orders_migrations(tmp_path / "crash", "crashed")
+    base = {"warehouse": str(warehouse), "engine": "spark", "metastore": True, "batch_rows": 2}
+    base |= {"force_reason": "crash test", "killed_log": str(warehouse / "killed")}
+    reference = {**base, "migrations": str(ref_root), "contract": ref_contract}
+    spec = {**base, "migrations": str(root), "contract": contract}
+    for one in (reference, spec):
+        code, output = run({**one, "to_version": "1.0.0", "insert_rows": True})
+        assert code == 0, output
+    assert run(reference)[0] == 0
+    cuts = [
+        "0002_1.0.0_to_1.1.0 op 3 ran",
+        "0003_1.1.0_to_2.0.0 op 3 batch 2",
+        "0004_2.0.0_to_3.0.0 op 8 ran",
+    ]
+    for cut in cuts:
+        code, output = run({**spec, "kill_on": cut})
+        assert code == -9, f"{cut}: {output}"
+    code, output = run(spec)
+    assert code == 0, output
+    assert (warehouse / "killed").read_text(encoding="utf-8").splitlines() == cuts
+    out = tmp_path / "fingerprints.json"
+    code, output = run({**spec, "fingerprint": ["crashed", "reference"], "fingerprint_out": str(out)})
+    assert code == 0, output
+    prints = json.loads(out.read_text(encoding="utf-8"))
+    assert prints["crashed"] == prints["reference"] and len(prints["crashed"]["rows"]) == len(ROWS)
+    entries = Ledger(warehouse / "_delta_contracts").entries([contract])
+    finished = Counter(e.key for e in entries if e.status in DONE)
+    assert finished and max(finished.values()) == 1
+    assert {e.engine for e in entries} == {"spark"}

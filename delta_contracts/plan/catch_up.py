@@ -29,8 +29,8 @@ from sqlglot import exp
 
 from delta_contracts.live import Commit, TableId
 from delta_contracts.plan import expressions as x
-from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, TableAbsent, TableExists
-from delta_contracts.plan.ops import CopyRows, Op, Phase, table_name
+from delta_contracts.plan.conditions import AllOf, Condition, TableAbsent, TableExists
+from delta_contracts.plan.ops import CopyRows, Op, Phase, copy_precondition, table_name
 
 if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
@@ -67,10 +67,7 @@ class CatchUpRows(Op):
         return TableAbsent(self.source)
 
     def precondition(self) -> Condition:
-        tables: tuple[Condition, ...] = (TableExists(self.source), TableExists(self.table))
-        if self.rejects is None:
-            return AllOf(tables)
-        return AllOf((*tables, NoRowsWhere(self.source, self.rejects)))
+        return copy_precondition(self.source, self.table, self.rejects)
 
     def result_condition(self) -> Condition:
         return AllOf((TableExists(self.source), TableExists(self.table)))

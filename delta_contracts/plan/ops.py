@@ -426,10 +426,7 @@ class CopyRows(Op):
         return TableAbsent(self.source)
 
     def precondition(self) -> Condition:
-        tables: tuple[Condition, ...] = (TableExists(self.source), TableExists(self.table))
-        if self.rejects is None:
-            return AllOf(tables)
-        return AllOf((*tables, NoRowsWhere(self.source, self.rejects)))
+        return copy_precondition(self.source, self.table, self.rejects)
 
     def result_condition(self) -> Condition:
         # The postcondition (source gone) only becomes true at cutover; right after a copy both tables stand.
@@ -437,6 +434,15 @@ class CopyRows(Op):
 
     def summary(self) -> str:
         return f"copy rows {table_name(self.source)} -> {table_name(self.table)}"
+
+
+def copy_precondition(source: TableId, target: TableId, rejects: str | None) -> Condition:
+    """Both tables stand, and no row of the source is one the target would refuse (`rejects`), for every op
+    that copies rows from a source table into a new one."""
+    tables: tuple[Condition, ...] = (TableExists(source), TableExists(target))
+    if rejects is None:
+        return AllOf(tables)
+    return AllOf((*tables, NoRowsWhere(source, rejects)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

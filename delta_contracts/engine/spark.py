@@ -103,6 +103,14 @@ HISTORY_COLUMNS = (
 )
 
 
+def spark_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions a Spark session (classic or Connect) raises for a statement it refuses, for callers
+    outside the engine layer that run DataFrame reads on a session they were handed."""
+    from pyspark.errors import PySparkException
+
+    return (PySparkException,)
+
+
 def error_condition(err: BaseException) -> str | None:
     """A Spark error's class (classic or Connect) without its sub-class, e.g. `EXPECT_TABLE_NOT_VIEW`."""
     getter = getattr(err, "getCondition", None) or getattr(err, "getErrorClass", None)  # 4.x / 3.5

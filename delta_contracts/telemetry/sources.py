@@ -53,11 +53,11 @@ def parse_source(text: str, columns: Mapping[str, str] | None = None) -> SourceS
 def read_source(spark: Any, spec: SourceSpec) -> Any:
     """The source as a DataFrame of statements; a source the engine cannot read (no such table, files that
     are not what they claim) is a SourceError naming it."""
-    from pyspark.errors import PySparkException
+    from delta_contracts.engine.spark import spark_errors
 
     try:
         return _statements(spark, spec)
-    except PySparkException as err:
+    except spark_errors() as err:
         lines = str(err).strip().splitlines()
         raise SourceError(f"{spec.name}: {lines[0] if lines else type(err).__name__}") from err
 

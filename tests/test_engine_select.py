@@ -63,3 +63,46 @@ def test_unreachable_connect_server_is_a_clear_exit_2(
     assert result.exit_code == 2
     assert "cannot reach Spark Connect at 127.0.0.1:1" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_ledger_table_goes_to_spark_and_connect_not_to_local(monkeypatch: pytest.MonkeyPatch) -> None:
+    for key in ("DELTA_CONTRACTS_ENGINE", "DELTA_CONTRACTS_URL", "DELTA_CONTRACTS_WAREHOUSE"):
+        monkeypatch.delenv(key, raising=False)
+    project = EngineSettings(name="spark", ledger="main.`ops-team`.ledger")
+    chosen = {
+        name: choose(name=name, url="sc://h:1", warehouse=None, project=project, project_root=ROOT).ledger
+        for name in ("local", "spark", "connect")
+    }
+    assert chosen == {
+        "local": None,
+        "spark": ("main", "ops-team", "ledger"),
+        "connect": ("main", "ops-team", "ledger"),
+    }
+
+
+@pytest.mark.parametrize("name", ["ledger", "a.b.c.d", "ops.", "ops.led ger", "ops.`x"])
+def test_a_ledger_that_is_no_table_name_is_refused_with_file_line_and_field(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from delta_contracts.cli import app
+
+    shutil.copytree(Path(__file__).resolve().parents[1] / "contracts", tmp_path / "contracts")
+    settings = tmp_path / "contracts" / "contracts.yml"
+    text = settings.read_text(encoding="utf-8")
+    settings.write_text(
+        text.replace(
+            "  warehouse: ../warehouse\n", f"  warehouse: ../warehouse\n  ledger: {json.dumps(name)}\n"
+        ),
+        encoding="utf-8",
+    )
+    line = settings.read_text(encoding="utf-8").splitlines().index(f"  ledger: {json.dumps(name)}") + 1
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["history"])
+    assert result.exit_code == 2, result.output
+    assert f"contracts.yml:{line}" in result.output and "engine.ledger" in result.output, result.output
+    assert "is not a table name" in result.output and "Traceback" not in result.output

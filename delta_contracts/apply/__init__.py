@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
+    from delta_contracts.apply.ledger import Ledger
     from delta_contracts.apply.runner import OpReport, TableRun
     from delta_contracts.plan.ops import Phase
 
@@ -77,6 +78,7 @@ def apply(
     from delta_contracts.apply.lease import LeaseHeld, LeaseLost
     from delta_contracts.apply.runner import ApplyOptions, ApplyRefused, Runner
     from delta_contracts.create import as_engine
+    from delta_contracts.engine.state_table import StateTableError
     from delta_contracts.plan.migrations import IntegrityError, load_history, verify
     from delta_contracts.plan.ops import PHASES, Phase
 
@@ -115,14 +117,19 @@ def apply(
             result.refused.append((contract, str(err)))
         except LeaseHeld as err:
             result.held.append(err)
+        except (
+            StateTableError
+        ) as err:  # an op that ran unrecorded is found done by its postcondition next time
+            result.refused.append((contract, str(err)))
         except LeaseLost as err:
             result.lost.append((contract, str(err)))
     return result
 
 
-def rehash(state_dir: Path, migrations: Path | str, contract: str, *, reason: str) -> list[str]:
+def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reason: str) -> list[str]:
     """Accept the migration files of `contract` as they are now: rewrite its `migrations.sum` and record the
-    new checksum of every applied migration that changed. Returns the migration ids rehashed."""
+    new checksum of every applied migration that changed, in `ledger` (or the one in a state folder). Returns
+    the migration ids rehashed."""
     from delta_contracts.apply import ledger as lg
     from delta_contracts.plan.migrations import (
         SUM_FILE,
@@ -134,7 +141,8 @@ def rehash(state_dir: Path, migrations: Path | str, contract: str, *, reason: st
 
     folder = Path(migrations) / contract
     write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
-    ledger = lg.Ledger(state_dir)
+    if isinstance(ledger, Path):
+        ledger = lg.Ledger(ledger)
     entries = ledger.entries([contract])
     user, host, pid = lg.who()
     rows = []

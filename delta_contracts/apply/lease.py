@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.apply.ledger import snapshot_rows, who
+from delta_contracts.apply.ledger import who
+from delta_contracts.engine.state_table import snapshot_rows
 
 LEASES_DIR = "leases"
 DEFAULT_TTL = timedelta(minutes=30)

@@ -1,10 +1,13 @@
-"""The apply ledger: a Delta table at `<warehouse>/_delta_contracts/ledger`, one row per op attempt event.
+"""The apply ledger: a Delta table, one row per op attempt event. By default it is at
+`<warehouse>/_delta_contracts/ledger`, written with delta-rs (the same on every engine, and no Spark needed);
+on `spark` and `connect`, contracts.yml's `engine.ledger` names a catalog table instead
+(`engine.state_table`).
 
-Rows are only ever appended (with delta-rs, so the ledger works the same on every engine and needs no
-Spark): an op attempt writes `started` before it runs and `succeeded`/`skipped`/`failed`/`forced` after, plus
-a `batch` row per finished batch of a batched backfill or copy (its watermark). `rehashed` rows record a
-deliberate checksum override, `created` rows the ops of `create`. Readers fold the events: the latest final
-row of an op says whether it is done; the ledger's claims on table versions tell drift which commits are ours.
+Rows are only ever appended: an op attempt writes `started` before it runs and
+`succeeded`/`skipped`/`failed`/`forced` after, plus a `batch` row per finished batch of a batched backfill
+or copy (its watermark). `rehashed` rows record a deliberate checksum override, `created` rows the ops of
+`create`. Readers fold the events: the latest final row of an op says whether it is done; the ledger's
+claims on table versions tell drift which commits are ours.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from delta_contracts.engine.state_table import PathStateTable, StateTable
 
 LEDGER_DIR = "ledger"
 
@@ -106,58 +111,35 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def snapshot_rows(table: Any, schema: Any) -> list[dict[str, Any]]:
-    """The rows of a snapshot (a deltalake.DeltaTable) of one of the toolkit's own append-only tables (the
-    ledger, the leases). Their active Parquet files are read directly when local: delta-rs's scan costs
-    seconds once such a table holds a few hundred one-row files (192 files: 2.2 s against 0.5 s, measured on
-    the 2-core test host under load), and every `apply` reads both at its start. The files need nothing of
-    the log to be read right: no deletion vectors, partitions or column mapping; a column added to the
-    schema later reads as null from older files."""
-    from urllib.parse import unquote, urlparse
-
-    import pyarrow.dataset as ds
-
-    uris = list(table.file_uris())
-    if not all(u.startswith(("file://", "/")) for u in uris):  # object storage: delta-rs's own scan
-        return list(table.to_pyarrow_table().to_pylist())
-    paths = [unquote(urlparse(u).path) if u.startswith("file://") else u for u in uris]
-    return list(ds.dataset(paths, schema=schema, format="parquet").to_table().to_pylist())
-
-
 class Ledger:
-    def __init__(self, state_dir: Path) -> None:
-        self.location = Path(state_dir) / LEDGER_DIR
+    """The ledger's rows in a state table: `Ledger(state_dir)` is the default one at
+    `<state_dir>/ledger`; an engine names its own with `Ledger(engine.ledger_table())`."""
+
+    def __init__(self, where: Path | StateTable) -> None:
+        self.table: StateTable = PathStateTable(where / LEDGER_DIR) if isinstance(where, Path) else where
+
+    @property
+    def where(self) -> str:
+        return self.table.where
 
     def exists(self) -> bool:
-        return (self.location / "_delta_log").is_dir()
+        return self.table.exists()
 
     def append(self, entries: Sequence[LedgerEntry]) -> None:
-        """One Delta commit for the rows; concurrent appends do not conflict (delta-rs retries them)."""
-        import pyarrow as pa
-        from deltalake import CommitProperties, write_deltalake
-
+        """One Delta commit for the rows; concurrent appends do not conflict."""
         if not entries:
             return
         stamp = now()
-        rows = [asdict(replace(e, recorded_at=stamp, seq=i)) for i, e in enumerate(entries)]
-        self.location.parent.mkdir(parents=True, exist_ok=True)
-        write_deltalake(
-            str(self.location),
-            pa.Table.from_pylist(rows, schema=_schema()),
-            mode="append",
-            commit_properties=CommitProperties(custom_metadata={"userMetadata": "delta-contracts ledger"}),
+        self.table.append(
+            [asdict(replace(e, recorded_at=stamp, seq=i)) for i, e in enumerate(entries)], _schema()
         )
 
     def entries(self, contracts: Iterable[str] | None = None) -> list[LedgerEntry]:
         """Every row (of `contracts` only, when given), in the order they were recorded."""
-        from deltalake import DeltaTable
-
-        if not self.exists():
-            return []
         wanted = {c.casefold() for c in contracts} if contracts is not None else None
         names = {f.name for f in fields(LedgerEntry)}
         out = []
-        for row in snapshot_rows(DeltaTable(str(self.location)), _schema()):
+        for row in self.table.read(_schema()):
             entry = LedgerEntry(**{k: v for k, v in row.items() if k in names})
             if wanted is None or entry.contract.casefold() in wanted:
                 out.append(entry)
@@ -263,7 +245,7 @@ def migration_checksum(sql_path: Path, json_path: Path) -> str:
 
 
 def record_created(
-    state_dir: Path,
+    ledger: Ledger,
     contract: str,
     version: str,
     ops: Sequence[Any],
@@ -274,7 +256,7 @@ def record_created(
     `version` (earlier migrations describe a past it never had)."""
     user, host, pid = who()
     at = now()
-    Ledger(state_dir).append(
+    ledger.append(
         [
             LedgerEntry(
                 contract=contract,

@@ -161,7 +161,7 @@ class Runner:
     def __init__(self, engine: Engine, options: ApplyOptions) -> None:
         self.engine = engine
         self.options = options
-        self.ledger = lg.Ledger(engine.state_dir)
+        self.ledger = lg.Ledger(engine.ledger_table())
         self.user, self.host, self.pid = lg.who()
         self.run_id = lg.now().strftime("%Y%m%dT%H%M%S") + f"-{self.pid}"
         self.entries: list[lg.LedgerEntry] = []  # the current table's ledger rows, ours appended as we go

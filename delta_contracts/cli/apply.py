@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -14,7 +16,7 @@ from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 
 if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult
-    from delta_contracts.apply.ledger import LedgerEntry
+    from delta_contracts.apply.ledger import Ledger, LedgerEntry
     from delta_contracts.apply.runner import OpReport
     from delta_contracts.cli.common import ContractSet
 
@@ -43,9 +45,17 @@ def _migrations_root(contracts: ContractSet) -> Path:
     return contracts.project.root / contracts.project.project.migrations
 
 
-def _state_dir(contracts: ContractSet, engine: str | None, url: str | None, warehouse: Path | None) -> Path:
+@contextmanager
+def _ledger(
+    contracts: ContractSet, engine: str | None, url: str | None, warehouse: Path | None
+) -> Iterator[Ledger]:
+    """The ledger the flags, environment and contracts.yml choose: the Delta table in the warehouse, read
+    with no engine started, or the catalog table contracts.yml names for `spark`/`connect` (through it)."""
+    from delta_contracts.apply.ledger import Ledger
+    from delta_contracts.cli.tables import _open
     from delta_contracts.engine.base import EngineError
     from delta_contracts.engine.select import choose
+    from delta_contracts.engine.state_table import StateTableError
 
     try:
         choice = choose(
@@ -58,7 +68,15 @@ def _state_dir(contracts: ContractSet, engine: str | None, url: str | None, ware
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
-    return choice.warehouse / "_delta_contracts"
+    try:
+        if choice.ledger is None:
+            yield Ledger(choice.warehouse / "_delta_contracts")
+            return
+        with _open(contracts, engine, url, warehouse) as live:
+            yield Ledger(live.ledger_table())
+    except StateTableError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
 
 
 def _line(report: OpReport) -> str:
@@ -213,16 +231,19 @@ def history_command(
     contracts_path: Annotated[
         Path, typer.Option("--contracts", help="Contracts folder (finds contracts.yml).")
     ] = Path("contracts"),
+    engine: EngineOption = None,
+    url: UrlOption = None,
     warehouse: WarehouseOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """The apply ledger, newest first: migration, phase, op, status, Delta version, user, duration, reason."""
-    from delta_contracts.apply.ledger import Ledger, Status
+    from delta_contracts.apply.ledger import Status
     from delta_contracts.cli.common import load_valid_contracts
 
     contracts = load_valid_contracts([contracts_path])
-    state_dir = _state_dir(contracts, None, None, warehouse)
-    entries = Ledger(state_dir).entries(ids) if (state_dir / "ledger").is_dir() else []
+    with _ledger(contracts, engine, url, warehouse) as ledger:
+        entries = ledger.entries(ids)
+        where = ledger.where
     finished = {(e.run_id, e.key) for e in entries if e.status != Status.STARTED}
     shown = [e for e in entries if e.status != Status.STARTED or (e.run_id, e.key) not in finished]
     shown.reverse()
@@ -230,7 +251,7 @@ def history_command(
         print(json.dumps({"ledger": [_entry_json(e) for e in shown]}, indent=2, default=str))
         raise typer.Exit(EXIT_OK)
     if not shown:
-        print(f"the ledger at {state_dir / 'ledger'} is empty")
+        print(f"the ledger at {where} is empty")
     for e in shown:
         print(_history_line(e))
     raise typer.Exit(EXIT_OK)
@@ -264,6 +285,8 @@ def rehash_command(
     contracts_path: Annotated[
         Path, typer.Option("--contracts", help="Contracts folder (finds contracts.yml).")
     ] = Path("contracts"),
+    engine: EngineOption = None,
+    url: UrlOption = None,
     warehouse: WarehouseOption = None,
 ) -> None:
     """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
@@ -277,7 +300,8 @@ def rehash_command(
         print(f"error: {root / contract_id}: no migrations folder", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     try:
-        changed = rehash(_state_dir(contracts, None, None, warehouse), root, contract_id, reason=reason)
+        with _ledger(contracts, engine, url, warehouse) as ledger:
+            changed = rehash(ledger, root, contract_id, reason=reason)
     except IntegrityError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None

@@ -20,6 +20,7 @@ from delta_contracts.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from delta_contracts.apply.ledger import LedgerEntry
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
 
@@ -85,6 +86,18 @@ def _open(
             available, why = delta_jars_available()
             if not available:
                 print(f"hint: {why}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+
+
+def _ledger_entries(live: Engine) -> list[LedgerEntry]:
+    """Every ledger row; an unreadable ledger ends the command (exit 2) with its name and why."""
+    from delta_contracts.apply.ledger import Ledger
+    from delta_contracts.engine.state_table import StateTableError
+
+    try:
+        return Ledger(live.ledger_table()).entries()
+    except StateTableError as err:
+        print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
 
 
@@ -163,7 +176,7 @@ def drift_command(
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
-    from delta_contracts.apply.ledger import Ledger, claimed
+    from delta_contracts.apply.ledger import claimed
     from delta_contracts.apply.status import live_physical
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.drift import DriftItem, alias_drift, commit_drift, table_drift
@@ -172,7 +185,7 @@ def drift_command(
     report: list[dict[str, object]] = []
     drifted = False
     with _open(contracts, engine, url, warehouse, read_only=True) as live:
-        entries = Ledger(live.state_dir).entries()
+        entries = _ledger_entries(live)
         for item in contracts.contracts:
             planned, unreadable = _physical(contracts, item.contract)
             views = live.views()
@@ -232,7 +245,6 @@ def status_command(
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
-    from delta_contracts.apply.ledger import Ledger
     from delta_contracts.apply.status import live_physical, pending_migrations
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.drift import write_target
@@ -243,7 +255,7 @@ def status_command(
     root = contracts.project.root / contracts.project.project.migrations
     rows: list[dict[str, object]] = []
     with _open(contracts, engine, url, warehouse, read_only=True) as live:
-        entries = Ledger(live.state_dir).entries()
+        entries = _ledger_entries(live)
         for item in contracts.contracts:
             contract = item.contract
             try:

@@ -6,6 +6,7 @@ name (anchor it with ^…$ to match whole names) and fill only the fields a colu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,42 @@ class EngineSettings(Frozen):
     name: str = "local"
     url: str | None = None
     warehouse: str = "./warehouse"
+    ledger: str | None = None  # a catalog table for the apply ledger on spark/connect
+
+    @field_validator("ledger")
+    @classmethod
+    def _ledger_is_a_table_name(cls, value: str | None) -> str | None:
+        if value is not None:
+            table_name_parts(value)
+        return value
+
+    @property
+    def ledger_table(self) -> tuple[str, ...] | None:
+        return None if self.ledger is None else table_name_parts(self.ledger)
+
+
+_NAME_PART = re.compile(r"`((?:[^`]|``)+)`|([A-Za-z0-9_]+)")
+
+
+def table_name_parts(name: str) -> tuple[str, ...]:
+    """`schema.table` or `catalog.schema.table`, each part plain (letters, digits, _) or `back-quoted`."""
+    parts: list[str] = []
+    position = 0
+    while True:
+        found = _NAME_PART.match(name, position)
+        if found is None:
+            break
+        parts.append(found.group(1).replace("``", "`") if found.group(1) is not None else found.group(2))
+        position = found.end()
+        if position == len(name) or name[position] != ".":
+            break
+        position += 1
+    if position != len(name) or not 2 <= len(parts) <= 3:
+        raise ValueError(
+            f"'{name}' is not a table name: write schema.table or catalog.schema.table "
+            "(back-quote a part that has other characters than letters, digits and _)"
+        )
+    return tuple(parts)
 
 
 class TelemetrySettings(Frozen):

@@ -124,6 +124,9 @@ FIELD_DOCS: dict[str, str] = {
     "project.engine.name": "`local` (embedded Sail), `spark` or `connect`.",
     "project.engine.url": "`sc://host:port` for `connect`.",
     "project.engine.warehouse": "Warehouse folder of the `local` engine, relative to `contracts.yml`.",
+    "project.engine.ledger": "A catalog table (`schema.table` or `catalog.schema.table`) that holds the "
+    "apply ledger on `spark` and `connect`, created on first use; without it the ledger is the Delta table "
+    "`<warehouse>/_delta_contracts/ledger`, as it always is on `local`.",
     "project.telemetry": "Settings of the deprecation telemetry that the sunset gate of `apply` reads.",
     "project.telemetry.freshness": "How recent every readers-log source's watermark must be for a drop's "
     "gate to open (ISO-8601 duration): a log not collected lately keeps the gate shut.",
@@ -197,6 +200,7 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "project.engine.name": "connect",
     "project.engine.url": "sc://localhost:15002",
     "project.engine.warehouse": "../warehouse",
+    "project.engine.ledger": "ops.delta_contracts_ledger",
     "project.telemetry": {"freshness": "PT6H"},
 }
 

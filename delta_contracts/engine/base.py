@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from delta_contracts.engine.state_table import PathStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.plan.conditions import (
     AllOf,
@@ -81,6 +82,10 @@ class Engine(ABC):
     @abstractmethod
     def history(self, table: TableId) -> list[Commit]:
         """The table's commits, oldest first."""
+
+    def ledger_table(self) -> StateTable:
+        """The apply ledger's table: `<state_dir>/ledger`, unless the engine was given a catalog table."""
+        return PathStateTable(self.state_dir / "ledger")
 
     def view_text(self, view: TableId) -> str | None:
         """The query text of one view, or None when no view has that name."""

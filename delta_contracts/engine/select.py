@@ -22,6 +22,7 @@ class EngineChoice:
     name: str
     url: str | None
     warehouse: Path
+    ledger: tuple[str, ...] | None = None  # a catalog table for the ledger (spark/connect only)
 
 
 def choose(
@@ -44,7 +45,7 @@ def choose(
         where = Path(os.environ[ENV_WAREHOUSE])
     else:
         where = project_root / project.warehouse
-    return EngineChoice(chosen, chosen_url, where)
+    return EngineChoice(chosen, chosen_url, where, project.ledger_table if chosen != "local" else None)
 
 
 def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
@@ -57,7 +58,7 @@ def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
         from delta_contracts.engine.spark import connect_engine
 
         assert choice.url is not None
-        return connect_engine(choice.url, choice.warehouse / "_delta_contracts")
+        return connect_engine(choice.url, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
     from delta_contracts.engine.spark import SparkEngine, local_delta_session
 
     try:
@@ -67,4 +68,4 @@ def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
     except ImportError:
         active = None
     session = active or local_delta_session(warehouse=choice.warehouse)
-    return SparkEngine(session, choice.warehouse / "_delta_contracts")
+    return SparkEngine(session, choice.warehouse / "_delta_contracts", ledger=choice.ledger)

@@ -18,6 +18,7 @@ from delta_contracts.contract.errors import first_line
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.schema_json import columns_from_schema
+from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
@@ -125,12 +126,23 @@ class SparkEngine(Engine):
     name = "spark"
 
     def __init__(
-        self, spark: Any, state_dir: Path | str = ".delta-contracts", *, owns_session: bool = False
+        self,
+        spark: Any,
+        state_dir: Path | str = ".delta-contracts",
+        *,
+        owns_session: bool = False,
+        ledger: TableId | None = None,
     ) -> None:
         self.spark = spark
         self._owns_session = owns_session  # a session the engine made (Connect) is stopped by close()
         self.state_dir = Path(state_dir)
+        self.ledger = ledger  # a catalog table for the apply ledger (contracts.yml `engine.ledger`)
         self._databricks: bool | None = None
+
+    def ledger_table(self) -> StateTable:
+        if self.ledger is None:
+            return super().ledger_table()
+        return CatalogStateTable(self.spark, self.ledger)
 
     def run_statement(self, statement: str, *, tag: str | None = None) -> None:
         from pyspark.errors import PySparkException
@@ -331,7 +343,9 @@ def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:
     return exp.Describe(this=x.table(table), style=kind, partition=tail)
 
 
-def connect_engine(url: str, state_dir: Path | str = ".delta-contracts") -> SparkEngine:
+def connect_engine(
+    url: str, state_dir: Path | str = ".delta-contracts", *, ledger: TableId | None = None
+) -> SparkEngine:
     """Spark Connect or Databricks Connect at `url` (sc://host:port/…)."""
     from pyspark.sql import SparkSession
 
@@ -343,7 +357,7 @@ def connect_engine(url: str, state_dir: Path | str = ".delta-contracts") -> Spar
     session = SparkSession.builder.remote(url).create()
     if not flagged:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    engine = SparkEngine(session, state_dir, owns_session=True)
+    engine = SparkEngine(session, state_dir, owns_session=True, ledger=ledger)
     engine.name = "connect"
     return engine
 

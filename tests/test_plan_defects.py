@@ -202,10 +202,13 @@ def test_deprecation_marks_accumulate_each_with_its_own_clock() -> None:
     assert drop.gate.deprecated_by == "delta_contracts.deprecated.column.status"
 
 
-def _keyed_pair(unique: list[list[str]], properties: dict[str, str]) -> tuple[Contract, Contract]:
-    """A versioned table narrowed to a new major (a copy into `__v3`), with a key and properties."""
+def _keyed_pair(
+    unique: list[list[str]], properties: dict[str, str], partitioned_by: tuple[str, ...] = ("txn_date",)
+) -> tuple[Contract, Contract]:
+    """A versioned table narrowed to a new major (a copy into `__v3`), with a key, properties and
+    partitioning."""
     old, new = pair("narrow_type", "versioned")
-    table = old.table.model_copy(update={"properties": properties})
+    table = old.table.model_copy(update={"properties": properties, "partitioned_by": partitioned_by})
     quality = old.quality.model_copy(update={"unique": tuple(tuple(k) for k in unique)})
     old = old.model_copy(update={"table": table, "quality": quality})
     new = new.model_copy(update={"table": table, "quality": quality})
@@ -213,22 +216,33 @@ def _keyed_pair(unique: list[list[str]], properties: dict[str, str]) -> tuple[Co
 
 
 FEED = {"delta.enableChangeDataFeed": "true"}
+NO_KEY_NOR_PARTITIONS = (
+    "no unique key (`quality.unique`) to merge on and no partitioning (`table.partitioned_by`) to compare "
+    "partitions by"
+)
 
 
 @pytest.mark.parametrize(
-    ("unique", "properties", "strategy", "why"),
+    ("unique", "properties", "partitioned_by", "strategy", "why"),
     [
-        ([["txn_id"]], FEED, CatchUpStrategy.CHANGE_FEED, None),
-        ([["txn_id"]], {}, CatchUpStrategy.MERGE_ON_KEY, None),
-        ([["attempts"]], FEED, CatchUpStrategy.MERGE_ON_KEY, None),  # a nullable key: no feed by key
-        ([], FEED, None, "no unique key (`quality.unique`) to merge on (the change data feed"),
-        ([], {}, None, "no unique key (`quality.unique`) to merge on, and payments.transactions__v2 records"),
+        ([["txn_id"]], FEED, ("txn_date",), CatchUpStrategy.CHANGE_FEED, None),
+        ([["txn_id"]], {}, ("txn_date",), CatchUpStrategy.MERGE_ON_KEY, None),
+        ([["txn_id"]], {}, (), CatchUpStrategy.MERGE_ON_KEY, None),
+        ([["attempts"]], FEED, ("txn_date",), CatchUpStrategy.MERGE_ON_KEY, None),  # a nullable key: no feed
+        ([], FEED, ("txn_date",), CatchUpStrategy.PARTITIONS, None),
+        ([], {}, ("txn_date",), CatchUpStrategy.PARTITIONS, None),
+        ([], FEED, (), None, f"{NO_KEY_NOR_PARTITIONS} (the change data feed"),
+        ([], {}, (), None, f"{NO_KEY_NOR_PARTITIONS}, and payments.transactions__v2"),
     ],
 )
 def test_cutover_catch_up_copies_only_what_changed_where_it_can(
-    unique: list[list[str]], properties: dict[str, str], strategy: CatchUpStrategy | None, why: str | None
+    unique: list[list[str]],
+    properties: dict[str, str],
+    partitioned_by: tuple[str, ...],
+    strategy: CatchUpStrategy | None,
+    why: str | None,
 ) -> None:
-    old, new = _keyed_pair(unique, properties)
+    old, new = _keyed_pair(unique, properties, partitioned_by)
     migration, _ = plan(old, new, Target.DELTA_4)
     (populate,) = migration.phase(Phase.POPULATE)
     assert isinstance(populate, CopyRows)  # the first copy reads everything, whatever the strategy
@@ -242,7 +256,8 @@ def test_cutover_catch_up_copies_only_what_changed_where_it_can(
         return
     assert isinstance(catch_up, CatchUpRows)
     assert catch_up.strategy is strategy
-    assert catch_up.key == tuple(unique[0])
+    assert catch_up.key == (tuple(unique[0]) if unique else ())
+    assert catch_up.partition_by == (partitioned_by if strategy is CatchUpStrategy.PARTITIONS else ())
     assert (catch_up.source, catch_up.mapping, catch_up.rejects) == (
         populate.source,
         populate.mapping,
@@ -259,9 +274,33 @@ def test_cutover_catch_up_copies_only_what_changed_where_it_can(
     if strategy is CatchUpStrategy.CHANGE_FEED:
         assert "TABLE_CHANGES('`payments`.`transactions__v2`', :start_version)" in statement
         assert "NOT MATCHED BY SOURCE" not in statement  # deletes come from the feed
+    elif strategy is CatchUpStrategy.PARTITIONS:
+        (note,) = [n for n in migration.notes if "cutover catch-up" in n]
+        assert "deletes and re-inserts only the partitions that differ" in note
+        # Both sides fingerprinted per partition, NULL-safely; whole partitions deleted and re-inserted.
+        assert statement.count("GROUP BY `txn_date`") == 2 and "XXHASH64(" in statement
+        on = "ON `s`.`__delta_contracts_change` = 'delete' AND `t`.`txn_date` IS NOT DISTINCT FROM `s`.`txn_"
+        assert on in statement
+        assert statement.endswith(
+            "WHEN MATCHED THEN DELETE WHEN NOT MATCHED AND `s`.`__delta_contracts_change` = 'insert' "
+            "THEN INSERT (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) "
+            "VALUES (`s`.`txn_id`, `s`.`txn_amt_paise`, `s`.`attempts`, `s`.`status`, `s`.`legacy_channel`, "
+            "`s`.`txn_date`)"
+        )
     else:
         assert "FROM `payments`.`transactions__v2`) AS `s`" in statement
         assert statement.endswith("WHEN NOT MATCHED BY SOURCE THEN DELETE")
+
+
+def test_a_map_column_keeps_the_warned_copy_without_a_key() -> None:
+    """Spark cannot hash a map (xxhash64), so partitions of a table with one cannot be compared."""
+    old, new = _keyed_pair([], {})
+    tags = new.columns[0].model_copy(update={"name": "tags", "type": "map<string,string>", "nullable": True})
+    new = new.model_copy(update={"columns": (*new.columns, tags)})
+    migration, _ = plan(old, new, Target.DELTA_4)
+    assert isinstance(migration.phase(Phase.CUTOVER)[0], CopyRows)
+    (warning,) = [w for w in migration.warnings if "copies the whole table" in w]
+    assert "map column(s) ['tags'] cannot be hashed" in warning
 
 
 def test_change_feed_catch_up_reads_from_after_the_version_the_copy_could_have_read() -> None:

@@ -350,7 +350,8 @@ class LocalEngine(Engine):
     @_by_sail.register
     def _(self, op: CatchUpRows, tag: str | None) -> OpOutcome:
         self.sql(render(replace(op, source=self.local_id(op.source))))
-        return self._outcome(op, "sql", f"merged on {', '.join(op.key)}")
+        merged_on = op.key or op.partition_by  # a key, or the partitions strategy's partition columns
+        return self._outcome(op, "sql", f"merged on {', '.join(merged_on)}")
 
     @_by_sail.register
     def _(self, op: CreateView, tag: str | None) -> OpOutcome:

@@ -13,9 +13,18 @@ Strategies, chosen by the planner from the contracts (`choose_catch_up`):
 - `merge_on_key`: the contract has a unique key: MERGE INTO new USING (the old rows, converted) ON the key,
   updating rows where a column differs (NULL-safe), inserting new keys and deleting keys gone from the old
   table (`WHEN NOT MATCHED BY SOURCE`, Delta >= 2.3). Reads both tables; writes only the changed rows.
+- `partitions`: no usable key, but the new table is partitioned: one MERGE that rewrites only the partitions
+  whose rows differ. A partition differs when its row count or the sum of its rows' hashes (`xxhash64` over
+  every column and whether it is NULL) differs between the old rows, converted to the new shape (so a
+  repartitioning copy works too), and the new table's rows, compared NULL-safely by the new table's partition
+  columns. The MERGE source holds one `delete` marker per differing partition (matched to every row of that
+  partition in the new table, which it deletes) and the converted old rows of those partitions (never
+  matched, inserted). Rows carry no identity, so a partition is the unit replaced. One statement and one
+  commit: a run killed anywhere left the new table as it was, and the next run compares again.
 - otherwise the populate copy is repeated (`CopyRows`, INSERT OVERWRITE), and the plan warns why.
 
-Every strategy is idempotent: run again with nothing new, the MERGE matches every row and changes none.
+Every strategy is idempotent: run again with nothing new, the MERGE matches no row (`partitions`: no
+partition differs, its source is empty) and changes none.
 """
 
 from __future__ import annotations
@@ -40,12 +49,17 @@ START_VERSION = "start_version"  # the placeholder the engine binds in a change-
 # Columns the MERGE source adds beside the new table's columns (change-feed strategy only).
 CHANGE_TYPE = "__delta_contracts_change"
 CHANGE_RANK = "__delta_contracts_rank"
+# The partition fingerprints' columns (partitions strategy only).
+ROW_COUNT = "__delta_contracts_rows"
+ROW_HASHES = "__delta_contracts_hashes"
+CHANGED = "__delta_contracts_changed"
 TARGET, SOURCE = "t", "s"
 
 
 class CatchUpStrategy(StrEnum):
     CHANGE_FEED = "change_feed"
     MERGE_ON_KEY = "merge_on_key"
+    PARTITIONS = "partitions"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,7 +69,8 @@ class CatchUpRows(Op):
     kind: ClassVar[str] = "catch_up_rows"
     source: TableId
     mapping: tuple[tuple[str, str], ...]  # (target column, SQL expression over the source), as the copy's
-    key: tuple[str, ...]  # target columns, unique in the contract
+    key: tuple[str, ...]  # target columns, unique in the contract (empty for the partitions strategy)
+    partition_by: tuple[str, ...] = ()  # the new table's partition columns (partitions strategy only)
     strategy: CatchUpStrategy = CatchUpStrategy.MERGE_ON_KEY
     rejects: str | None = None  # as CopyRows: source rows the new table must not receive
 
@@ -73,6 +88,11 @@ class CatchUpRows(Op):
         return AllOf((TableExists(self.source), TableExists(self.table)))
 
     def summary(self) -> str:
+        if self.strategy is CatchUpStrategy.PARTITIONS:
+            return (
+                f"catch up rows {table_name(self.source)} -> {table_name(self.table)} "
+                f"(rewriting the partitions of {', '.join(self.partition_by)} whose rows differ)"
+            )
         how = "change data feed" if self.strategy is CatchUpStrategy.CHANGE_FEED else "the whole source"
         return (
             f"catch up rows {table_name(self.source)} -> {table_name(self.table)} "
@@ -118,7 +138,34 @@ def choose_catch_up(
             reason="catch rows written since populate",
         )
         return CatchUpChoice(op, None, f"{target}: the cutover catch-up {how}; it writes only changed rows")
+    partitions = _partition_columns(new, copy)
+    unhashable = [c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()]
+    if partitions is not None and not unhashable:
+        op = CatchUpRows(
+            table=copy.table,
+            phase=Phase.CUTOVER,
+            source=copy.source,
+            mapping=copy.mapping,
+            key=(),
+            partition_by=partitions,
+            strategy=CatchUpStrategy.PARTITIONS,
+            rejects=copy.rejects,
+            reason="catch rows written since populate",
+        )
+        how = (
+            f"{target}: the cutover catch-up compares each partition ({', '.join(partitions)}) of {source}, "
+            f"converted, with the same partition of {target} (row count and a sum of row hashes) and, in one "
+            "MERGE, deletes and re-inserts only the partitions that differ; the others are not rewritten"
+        )
+        if feed:
+            how += " (the change data feed is applied by key, and the contract declares no unique key)"
+        return CatchUpChoice(op, None, how)
     why = "the contract declares no unique key (`quality.unique`) to merge on"
+    if partitions is None:
+        why += " and no partitioning (`table.partitioned_by`) to compare partitions by"
+    else:
+        # Spark refuses to hash a map (xxhash64), so partitions cannot be fingerprinted.
+        why += f", and map column(s) {unhashable} cannot be hashed to compare partitions"
     if feed:
         why += f" (the change data feed of {source} is applied by key)"
     else:
@@ -133,6 +180,15 @@ def choose_catch_up(
         reason="catch rows written since populate",
     )
     return CatchUpChoice(repeat, warning, None)
+
+
+def _partition_columns(new: Contract, copy: CopyRows) -> tuple[str, ...] | None:
+    """The new table's partition columns, as the new table's column names, when the copy fills them all."""
+    columns = {name.casefold(): name for name, _ in copy.mapping}
+    found = tuple(columns.get(c.casefold()) for c in new.table.partitioned_by)
+    if not found or any(c is None for c in found):
+        return None
+    return tuple(c for c in found if c is not None)
 
 
 def _merge_key(new: Contract, copy: CopyRows) -> tuple[str, ...] | None:
@@ -171,6 +227,8 @@ def change_feed_start(source: Sequence[Commit], target: Sequence[Commit]) -> int
 def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Merge:
     """The catch-up MERGE; a change-feed one reads from `start_version`, or from the `:start_version`
     placeholder when None (the migration file shows it so; the engine binds it)."""
+    if op.strategy is CatchUpStrategy.PARTITIONS:
+        return _partition_merge(op)
     columns = [name for name, _ in op.mapping]
     keys = {k.casefold() for k in op.key}
     if op.strategy is CatchUpStrategy.CHANGE_FEED:
@@ -259,6 +317,109 @@ def _latest_changes(op: CatchUpRows, start_version: int | None) -> exp.Select:
         .from_(exp.Subquery(this=shaped, alias=_alias("changes")))
         .where(exp.EQ(this=x.column(CHANGE_RANK), expression=exp.Literal.number(1)))
     )
+
+
+def _partition_merge(op: CatchUpRows) -> exp.Merge:
+    """The partitions strategy's MERGE (see the module docstring)."""
+    columns = [name for name, _ in op.mapping]
+    changed = exp.Table(this=x.ident(CHANGED))
+    markers = exp.Select(
+        expressions=[
+            exp.Alias(this=exp.Literal.string("delete"), alias=x.ident(CHANGE_TYPE)),
+            *(
+                _col(CHANGED, c) if c in op.partition_by else exp.Alias(this=exp.Null(), alias=x.ident(c))
+                for c in columns
+            ),
+        ]
+    ).from_(changed)
+    rows = exp.Select(
+        expressions=[
+            exp.Alias(this=exp.Literal.string("insert"), alias=x.ident(CHANGE_TYPE)),
+            *(_col("r", c) for c in columns),
+        ]
+    ).from_(exp.Subquery(this=_converted_rows(op), alias=_alias("r")))
+    rows = rows.join(changed.copy(), on=_same_partition(op, "r", CHANGED), join_type="LEFT SEMI")
+    source = exp.union(markers, rows, distinct=False)
+    source.set("with_", exp.With(expressions=[exp.CTE(this=_changed_partitions(op), alias=_alias(CHANGED))]))
+    is_marker = exp.EQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
+    is_row = exp.EQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("insert"))
+    insert = exp.Insert(
+        this=exp.Tuple(expressions=[x.column(c) for c in columns]),
+        expression=exp.Tuple(expressions=[_col(SOURCE, c) for c in columns]),
+    )
+    target = x.table(op.table)
+    target.set("alias", _alias(TARGET))
+    return exp.Merge(
+        this=target,
+        using=exp.Subquery(this=source, alias=_alias(SOURCE)),
+        on=exp.and_(is_marker, _same_partition(op, TARGET, SOURCE)),
+        whens=exp.Whens(
+            expressions=[
+                exp.When(matched=True, source=False, then=exp.var("DELETE")),
+                exp.When(matched=False, source=False, condition=is_row, then=insert),
+            ]
+        ),
+    )
+
+
+def _converted_rows(op: CatchUpRows) -> exp.Select:
+    return exp.Select(
+        expressions=[exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.mapping]
+    ).from_(x.table(op.source))
+
+
+def _changed_partitions(op: CatchUpRows) -> exp.Select:
+    """The partition values whose row count or sum of row hashes differs between the converted old rows
+    and the new table (a partition on one side only differs too)."""
+    old, new = "o", "n"
+    current = exp.Select(expressions=[x.column(name) for name, _ in op.mapping]).from_(x.table(op.table))
+    differs = exp.Not(
+        this=exp.Paren(
+            this=exp.and_(
+                *(exp.NullSafeEQ(this=_col(old, c), expression=_col(new, c)) for c in (ROW_COUNT, ROW_HASHES))
+            )
+        )
+    )
+    return (
+        exp.Select(
+            expressions=[
+                exp.Alias(this=exp.Coalesce(this=_col(old, c), expressions=[_col(new, c)]), alias=x.ident(c))
+                for c in op.partition_by
+            ]
+        )
+        .from_(exp.Subquery(this=_fingerprints(op, _converted_rows(op)), alias=_alias(old)))
+        .join(
+            exp.Subquery(this=_fingerprints(op, current), alias=_alias(new)),
+            on=_same_partition(op, old, new),
+            join_type="FULL OUTER",
+        )
+        .where(differs)
+    )
+
+
+def _fingerprints(op: CatchUpRows, rows: exp.Select) -> exp.Select:
+    """Per partition of `rows` (in the new table's shape): its row count and the sum of its rows' hashes.
+    Each column is hashed beside whether it is NULL (xxhash64 skips NULLs, so (NULL, 'a') and ('a', NULL)
+    would otherwise collide); the sum is a DECIMAL(38,0), which cannot overflow as a BIGINT sum would."""
+    hashed: list[exp.Expr] = []
+    for name, _ in op.mapping:
+        hashed += [x.column(name), exp.Is(this=x.column(name), expression=exp.Null())]
+    row_hash = exp.Anonymous(this="xxhash64", expressions=hashed)
+    return (
+        exp.Select(
+            expressions=[
+                *(x.column(c) for c in op.partition_by),
+                exp.Alias(this=exp.Count(this=exp.Star()), alias=x.ident(ROW_COUNT)),
+                exp.Alias(this=exp.Sum(this=x.cast(row_hash, "DECIMAL(38,0)")), alias=x.ident(ROW_HASHES)),
+            ]
+        )
+        .from_(exp.Subquery(this=rows, alias=_alias("r")))
+        .group_by(*(x.column(c) for c in op.partition_by))
+    )
+
+
+def _same_partition(op: CatchUpRows, left: str, right: str) -> exp.Expr:
+    return exp.and_(*(exp.NullSafeEQ(this=_col(left, c), expression=_col(right, c)) for c in op.partition_by))
 
 
 def _alias(name: str) -> exp.TableAlias:

@@ -25,6 +25,7 @@ from typing import Any
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.plan import expressions as x
+from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import CopyRows, Migration, Op, Phase
 from delta_contracts.plan.planner import plan
 from delta_contracts.target import Target
@@ -149,9 +150,9 @@ def apply_checked(engine: Engine, op: Op, where: str) -> None:
     postcondition."""
     outcome = engine.apply_op(op, tag=where)
     post = op.postcondition()
-    if isinstance(op, CopyRows):
-        # A copy is rerunnable until its source is retired (its postcondition, proven by the re-apply): right
-        # after it, the target holds exactly the source's rows.
+    if isinstance(op, CopyRows | CatchUpRows):
+        # A copy (or the cutover catch-up) is rerunnable until its source is retired (its postcondition,
+        # proven by the re-apply): right after it, the target holds exactly the source's rows.
         assert engine.count_where(op.table, "TRUE") == engine.count_where(op.source, "TRUE"), where
     elif post is not None and outcome.path != "skipped":
         assert engine.holds(post), f"{where}: postcondition {post} does not hold after {op.summary()}"

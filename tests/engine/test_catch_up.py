@@ -3,7 +3,8 @@
 Rows a producer writes to the old table between populate and cutover — a new row, an updated row, a deleted
 row — must be in the new table after the catch-up, and the catch-up must write only those: the counts come
 from the catch-up commit's `operationMetrics` in the new table's Delta log, read with delta-rs (not through
-the engine under test). Run a second time with nothing new, the catch-up changes no row.
+the engine under test). Run a second time with nothing new, the catch-up changes no row. Without a key, a
+partitioned table gets only its changed partitions rewritten: the files of the others stay in the log.
 """
 
 from __future__ import annotations
@@ -57,6 +58,24 @@ MORE_ROWS = (
         "txn_date": date(2026, 11, 3),
     },
 )
+# Key-less case only: a row beside NEW_ROW's partition (so the insert lands in a partition that has rows),
+# and one in a partition nobody touches.
+NEIGHBOUR_ROW = {
+    "txn_id": "t6",
+    "txn_amt_paise": 310,
+    "attempts": 2,
+    "status": "OK",
+    "legacy_channel": "app",
+    "txn_date": date(2026, 11, 4),
+}
+QUIET_ROW = {
+    "txn_id": "t7",
+    "txn_amt_paise": 8,
+    "attempts": None,
+    "status": None,
+    "legacy_channel": None,
+    "txn_date": date(2026, 11, 5),
+}
 NEW_ROW = {
     "txn_id": "t5",
     "txn_amt_paise": 77,
@@ -67,10 +86,13 @@ NEW_ROW = {
 }
 
 
-def contracts(schema: str, properties: dict[str, str] | None = None) -> tuple[Contract, Contract]:
-    """A versioned table keyed on txn_id, narrowed to a new major (a copy into `__v3`)."""
+def contracts(
+    schema: str, properties: dict[str, str] | None = None, *, keyed: bool = True
+) -> tuple[Contract, Contract]:
+    """A versioned table (partitioned by txn_date), keyed on txn_id or not, narrowed to a new major (a copy
+    into `__v3`)."""
     old = copy.deepcopy(BASE)
-    old.update(id=f"{schema}.transactions", quality={"unique": [["txn_id"]]})
+    old.update(id=f"{schema}.transactions", quality={"unique": [["txn_id"]] if keyed else []})
     old["table"].update(versioning="versioned", properties=properties or {})
     new = copy.deepcopy(old)
     RECIPES["narrow_type"][1](new)
@@ -83,6 +105,15 @@ def last_commit(location: str) -> dict[str, Any]:
 
     (entry,) = DeltaTable(location).history(1)
     return dict(entry)
+
+
+def data_files(location: str) -> dict[str, date]:
+    """The new table's live data files (from its Delta log, read with delta-rs) and their txn_date."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+
+    actions = pa.table(DeltaTable(location).get_add_actions(flatten=True)).to_pylist()
+    return {a["path"]: a["partition.txn_date"] for a in actions}
 
 
 def assert_wrote_nothing(first: dict[str, Any], second: dict[str, Any]) -> None:
@@ -108,16 +139,19 @@ def produce(engine: Engine, table: tuple[str, ...]) -> None:
     engine.sql(x.sql(exp.Delete(this=x.table(table), where=exp.Where(this=gone))))
 
 
-def catch_up_case(engine: Engine, properties: dict[str, str] | None = None) -> dict[str, Any]:
+def catch_up_case(
+    engine: Engine, properties: dict[str, str] | None = None, *, keyed: bool = True
+) -> dict[str, Any]:
     """Create, fill, populate, produce, then cutover; the catch-up commit's metrics (first and second run),
-    and the rows read through the name against those the contracts say it must serve."""
+    the new table's data files before and after it, and the rows read through the name against those the
+    contracts say it must serve."""
     schema = f"catchup{next(_schemas)}"
     create_schema(engine, schema)
-    old, new = contracts(schema, properties)
+    old, new = contracts(schema, properties, keyed=keyed)
     created, state = plan(None, old, Target.DELTA_4)
     engine.check_supported(created.ops)
     run_migration(engine, created, "create")
-    write_rows(engine, state.physical, [*ROWS, *MORE_ROWS])
+    write_rows(engine, state.physical, [*ROWS, *MORE_ROWS, *(() if keyed else (NEIGHBOUR_ROW, QUIET_ROW))])
     if properties:
         time.sleep(1.5)  # the rows above were written before the new table: the feed is read after them
     migration, _ = plan(old, new, Target.DELTA_4, state=state)
@@ -131,9 +165,11 @@ def catch_up_case(engine: Engine, properties: dict[str, str] | None = None) -> d
     )
     location = location_of(engine, catch_up.table)
     metrics = []
+    files = [data_files(location)]
     for op in migration.phase(Phase.CUTOVER):
         engine.apply_op(op)
         if op == catch_up:
+            files.append(data_files(location))
             metrics.append(last_commit(location))
             engine.apply_op(op)  # again, with nothing new
             metrics.append(last_commit(location))
@@ -141,6 +177,8 @@ def catch_up_case(engine: Engine, properties: dict[str, str] | None = None) -> d
         "op": catch_up,
         "first": metrics[0],
         "second": metrics[1],
+        "files_before": files[0],
+        "files_after": files[1],
         "served": checksum(read_through_name(engine, new)),
         "expected": expected,
     }
@@ -180,3 +218,32 @@ def test_local_refuses_the_change_feed_catch_up_before_running(local_engine: Eng
     catch_up = next(op for op in migration.ops if isinstance(op, CatchUpRows))
     reason = local_engine.unsupported_reason(catch_up)
     assert reason is not None and "table_changes" in reason
+
+
+def test_partitions_without_a_key_rewrites_only_the_changed_partitions(local_or_spark: Engine) -> None:
+    """No unique key, partitioned by txn_date: the producer inserts into 11-04, updates a row of 11-02 and
+    deletes one of 11-03's two rows; 11-01 and 11-05 are untouched and keep their files."""
+    run = catch_up_case(local_or_spark, keyed=False)
+    op = run["op"]
+    assert op.strategy is CatchUpStrategy.PARTITIONS and op.partition_by == ("txn_date",) and op.key == ()
+    first, second = run["first"], run["second"]
+    assert first["operation"] == "MERGE", first
+    metrics = {k: int(v) for k, v in first["operationMetrics"].items() if k.startswith("numTarget")}
+    # Deleted: the new table's rows of the three changed partitions (t2; t3, t4; t6). Inserted: the old
+    # table's rows of those partitions now (t2 updated; t4; t6, t5). No row is updated in place.
+    assert metrics["numTargetRowsDeleted"] == 4, metrics
+    assert metrics["numTargetRowsInserted"] == 4, metrics
+    assert metrics["numTargetRowsUpdated"] == 0, metrics
+    # The source: one delete marker per changed partition, and the 4 rows to insert.
+    assert int(first["operationMetrics"]["numSourceRows"]) == 3 + 4, first["operationMetrics"]
+    changed = {date(2026, 11, 2), date(2026, 11, 3), date(2026, 11, 4)}
+    before, after = run["files_before"], run["files_after"]
+    assert set(before.values()) == changed | {date(2026, 11, 1), date(2026, 11, 5)}
+    untouched = {path for path, day in before.items() if day not in changed}
+    assert untouched and untouched <= set(after), (before, after)  # the same files, not rewritten
+    rewritten = {path for path, day in before.items() if day in changed}
+    assert rewritten.isdisjoint(after), (before, after)
+    assert metrics["numTargetFilesRemoved"] == len(rewritten), metrics
+    assert {day for path, day in after.items() if path not in before} == changed
+    assert_wrote_nothing(first, second)
+    assert run["served"] == run["expected"]

@@ -247,3 +247,31 @@ def test_partitions_without_a_key_rewrites_only_the_changed_partitions(local_or_
     assert {day for path, day in after.items() if path not in before} == changed
     assert_wrote_nothing(first, second)
     assert run["served"] == run["expected"]
+
+
+def test_partitions_catch_up_converges_from_any_state_of_the_new_table(local_or_spark: Engine) -> None:
+    """The catch-up is one MERGE (one commit), so a killed run leaves the new table as it was; whatever that
+    is, the next run converges: here a partition emptied, a row duplicated and a partition the old table
+    does not have. Then a second run writes nothing."""
+    schema = f"catchup{next(_schemas)}"
+    create_schema(local_or_spark, schema)
+    old, new = contracts(schema, keyed=False)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(local_or_spark, created, "create")
+    write_rows(local_or_spark, state.physical, [*ROWS, *MORE_ROWS, NEIGHBOUR_ROW, QUIET_ROW])
+    migration, _ = plan(old, new, Target.DELTA_4, state=state)
+    catch_up = next(op for op in migration.ops if isinstance(op, CatchUpRows))
+    for op in (*migration.phase(Phase.EXPAND), *migration.phase(Phase.POPULATE)):
+        local_or_spark.apply_op(op)
+    emptied = exp.EQ(this=x.column("txn_date"), expression=x.literal(date(2026, 11, 1)))
+    local_or_spark.sql(x.sql(exp.Delete(this=x.table(catch_up.table), where=exp.Where(this=emptied))))
+    write_rows(local_or_spark, catch_up.table, [MORE_ROWS[0], {**NEW_ROW, "txn_date": date(2026, 11, 9)}])
+    source_rows = local_or_spark.sql(x.sql(exp.select("*").from_(x.table(state.physical))))
+    expected = checksum(expected_rows(old, new, source_rows))
+    local_or_spark.apply_op(catch_up)
+    location = location_of(local_or_spark, catch_up.table)
+    first = last_commit(location)
+    stored = local_or_spark.sql(x.sql(exp.select("*").from_(x.table(catch_up.table))))
+    assert checksum(stored) == expected
+    local_or_spark.apply_op(catch_up)
+    assert_wrote_nothing(first, last_commit(location))

@@ -6,7 +6,9 @@ first boundary, so that a racing process meets the lease), engine (`local`, the 
 delta-spark session of its own, whose in-memory catalog lives as long as the process), metastore (spark: a
 Hive metastore in the warehouse instead, so that the tables outlive the process; one process at a time),
 insert_rows (after applying, load the test rows), fingerprint_out (write the fingerprints of the schemas named
-in `fingerprint` there as JSON, and apply nothing). Exits with apply's exit code.
+in `fingerprint` there as JSON, after applying when `migrations` is given, else instead), before (specs of
+applies to run first in the same process and engine, each of which must succeed: on `spark` that spares a JVM
+start per step). Exits with apply's exit code.
 """
 
 from __future__ import annotations
@@ -25,6 +27,21 @@ if TYPE_CHECKING:
 
 def main() -> int:
     spec = json.loads(sys.argv[1])
+    with _engine(spec) as engine:
+        for step in spec.get("before", ()):
+            code = _apply(engine, {**spec, "kill_on": None, **step})
+            if code != 0:
+                return code
+        code = _apply(engine, spec) if spec.get("migrations") else 0
+        if spec.get("fingerprint_out") and code == 0:
+            from tests.engine.apply_support import fingerprint
+
+            prints = {schema: fingerprint(engine, schema) for schema in spec["fingerprint"]}
+            Path(spec["fingerprint_out"]).write_text(json.dumps(prints, default=str), encoding="utf-8")
+    return code
+
+
+def _apply(engine: Engine, spec: dict[str, Any]) -> int:
     from delta_contracts.apply import apply
 
     seen = 0
@@ -39,26 +56,19 @@ def main() -> int:
                 log.write(name + "\n")
             os.kill(os.getpid(), signal.SIGKILL)
 
-    with _engine(spec) as engine:
-        if spec.get("fingerprint_out"):
-            from tests.engine.apply_support import fingerprint
+    result = apply(
+        engine,
+        spec["migrations"],
+        tables=[spec["contract"]],
+        to_version=spec.get("to_version"),
+        force_reason=spec.get("force_reason"),
+        batch_rows=spec.get("batch_rows", 1_000_000),
+        on_boundary=boundary,
+    )
+    if spec.get("insert_rows") and result.exit_code == 0:
+        from tests.engine.apply_support import insert_rows
 
-            prints = {schema: fingerprint(engine, schema) for schema in spec["fingerprint"]}
-            Path(spec["fingerprint_out"]).write_text(json.dumps(prints, default=str), encoding="utf-8")
-            return 0
-        result = apply(
-            engine,
-            spec["migrations"],
-            tables=[spec["contract"]],
-            to_version=spec.get("to_version"),
-            force_reason=spec.get("force_reason"),
-            batch_rows=spec.get("batch_rows", 1_000_000),
-            on_boundary=boundary,
-        )
-        if spec.get("insert_rows") and result.exit_code == 0:
-            from tests.engine.apply_support import insert_rows
-
-            insert_rows(engine, spec["contract"].split(".")[0])
+        insert_rows(engine, spec["contract"].split(".")[0])
     for held in result.held:
         print(f"held by another runner: {held}")
     if result.failure is not None:
@@ -88,7 +98,9 @@ def _engine(spec: dict[str, Any]) -> Engine:
     session = local_delta_session(warehouse=warehouse, extra=extra)
     engine = SparkEngine(session, warehouse / "_delta_contracts", owns_session=True)
     # delta-spark does not create schemas for CREATE TABLE
-    engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{spec['contract'].split('.')[0]}`")
+    for step in [spec, *spec.get("before", ())]:
+        if "contract" in step:
+            engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{step['contract'].split('.')[0]}`")
     return engine
 
 

@@ -39,13 +39,13 @@ def child(spec: dict[str, Any]) -> subprocess.Popen[str]:
 
 def run(spec: dict[str, Any]) -> tuple[int, str]:
     process = child(spec)
-    out, err = process.communicate(timeout=300)
+    out, err = process.communicate(timeout=900)
     if process.returncode == 1 and "JAVA_GATEWAY_EXITED" in out + err:
         # The child's lazily started delta-spark JVM died before it answered (seen once in a few full runs on
         # a loaded 2-core machine, never alone). Nothing of the op ran, so running the child again is the
         # resume this test is about; any other failure stays a failure.
         process = child(spec)
-        out, err = process.communicate(timeout=300)
+        out, err = process.communicate(timeout=900)
     return process.returncode, out + err
 
 
@@ -156,37 +156,40 @@ def test_two_runners_one_table(engine: str, tmp_path: Path) -> None:
 
 @JVM
 def test_killed_on_spark_converges_to_an_uninterrupted_run(tmp_path: Path) -> None:
-    """The same on `spark`, at a few cuts (a delta-spark JVM per run): after a delta-spark commit before its
-    ledger row, between two batches of a backfill, after the rename. A Hive metastore in the warehouse keeps
-    the tables from one process to the next."""
+    """The same on `spark`, at a few cuts (a delta-spark JVM per process): after a delta-spark commit before
+    its ledger row, between two batches of a backfill, after the rename. A Hive metastore in the warehouse
+    keeps the tables from one process to the next. The first process also prepares both tables and runs the
+    reference uninterrupted; the last one resumes and takes the fingerprints: four JVMs in all."""
     warehouse = tmp_path / "wh"
     ref_root, ref_contract = orders_migrations(tmp_path / "ref", "reference")
     root, contract = orders_migrations(tmp_path / "crash", "crashed")
     base = {"warehouse": str(warehouse), "engine": "spark", "metastore": True, "batch_rows": 2}
     base |= {"force_reason": "crash test", "killed_log": str(warehouse / "killed")}
-    reference = {**base, "migrations": str(ref_root), "contract": ref_contract}
-    spec = {**base, "migrations": str(root), "contract": contract}
-    for one in (reference, spec):
-        code, output = run({**one, "to_version": "1.0.0", "insert_rows": True})
-        assert code == 0, output
-    assert run(reference)[0] == 0
+    reference = {"migrations": str(ref_root), "contract": ref_contract}
+    crashed = {"migrations": str(root), "contract": contract}
+    prepare = [
+        {**reference, "to_version": "1.0.0", "insert_rows": True},
+        {**crashed, "to_version": "1.0.0", "insert_rows": True},
+        reference,
+    ]
     cuts = [
         "0002_1.0.0_to_1.1.0 op 3 ran",
         "0003_1.1.0_to_2.0.0 op 3 batch 2",
         "0004_2.0.0_to_3.0.0 op 8 ran",
     ]
-    for cut in cuts:
-        code, output = run({**spec, "kill_on": cut})
+    for number, cut in enumerate(cuts):
+        code, output = run({**base, **crashed, "kill_on": cut, "before": prepare if number == 0 else []})
         assert code == -9, f"{cut}: {output}"
-    code, output = run(spec)
+    out = tmp_path / "fingerprints.json"
+    prints_of = {"fingerprint": ["crashed", "reference"], "fingerprint_out": str(out)}
+    code, output = run({**base, **crashed, **prints_of})
     assert code == 0, output
     assert (warehouse / "killed").read_text(encoding="utf-8").splitlines() == cuts
-    out = tmp_path / "fingerprints.json"
-    code, output = run({**spec, "fingerprint": ["crashed", "reference"], "fingerprint_out": str(out)})
-    assert code == 0, output
     prints = json.loads(out.read_text(encoding="utf-8"))
     assert prints["crashed"] == prints["reference"] and len(prints["crashed"]["rows"]) == len(ROWS)
     entries = Ledger(warehouse / "_delta_contracts").entries([contract])
     finished = Counter(e.key for e in entries if e.status in DONE)
     assert finished and max(finished.values()) == 1
     assert {e.engine for e in entries} == {"spark"}
+    reference_done = Ledger(warehouse / "_delta_contracts").entries([ref_contract])
+    assert Counter(e.key[1:] for e in reference_done if e.status in DONE) == Counter(k[1:] for k in finished)

@@ -122,9 +122,6 @@ class Ledger:
     def where(self) -> str:
         return self.table.where
 
-    def exists(self) -> bool:
-        return self.table.exists()
-
     def append(self, entries: Sequence[LedgerEntry]) -> None:
         """One Delta commit for the rows; concurrent appends do not conflict."""
         if not entries:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
+
+from delta_contracts.instants import epoch_micros, from_epoch_micros
 
 LEDGER_COMMIT = "delta-contracts ledger"
 
@@ -27,8 +29,6 @@ class StateTable(Protocol):
     @property
     def where(self) -> str:
         """The table's location or name, for messages."""
-
-    def exists(self) -> bool: ...
 
     def append(self, rows: Sequence[dict[str, Any]], schema: Any) -> None:
         """One Delta commit holding `rows` (typed by the pyarrow `schema`), creating the table first."""
@@ -65,9 +65,6 @@ class PathStateTable:
     def where(self) -> str:
         return str(self.location)
 
-    def exists(self) -> bool:
-        return (self.location / "_delta_log").is_dir()
-
     def append(self, rows: Sequence[dict[str, Any]], schema: Any) -> None:
         # Concurrent blind appends do not conflict: delta-rs retries them.
         import pyarrow as pa
@@ -84,7 +81,7 @@ class PathStateTable:
     def read(self, schema: Any) -> list[dict[str, Any]]:
         from deltalake import DeltaTable
 
-        if not self.exists():
+        if not (self.location / "_delta_log").is_dir():
             return []
         return snapshot_rows(DeltaTable(str(self.location)), schema)
 
@@ -105,10 +102,6 @@ class CatalogStateTable:
         from delta_contracts.plan import expressions as x
 
         return x.sql(x.table(self.name))
-
-    def exists(self) -> bool:
-        with self._errors("read"):
-            return bool(self.spark.catalog.tableExists(self.where))
 
     def append(self, rows: Sequence[dict[str, Any]], schema: Any) -> None:
         with self._errors("write"):
@@ -141,7 +134,7 @@ class CatalogStateTable:
         ]
         # SQL expressions, not pyspark.sql.functions: those pick classic or Connect by a process-wide flag
         # that the connect engine leaves unset, and the DataFrame here may be either.
-        frame = self.spark.createDataFrame(data, schema=_spark_schema(schema, stamps_as_micros=True))
+        frame = self.spark.createDataFrame(data, schema=_columns_ddl(schema, stamps_as_micros=True))
         frame = frame.selectExpr(*(_convert("timestamp_micros", f.name, f.name in stamps) for f in schema))
         frame.write.format("delta").mode("append").option("userMetadata", LEDGER_COMMIT).saveAsTable(
             self.where
@@ -173,12 +166,8 @@ class CatalogStateTable:
 
         if len(self.name) > 1:
             self.spark.sql(x.sql(exp.Create(this=x.table(self.name[:-1]), kind="SCHEMA", exists=True)))
-        columns = [
-            exp.ColumnDef(this=x.ident(f.name), kind=x.data_type(_spark_type(f.type, micros=False)))
-            for f in schema
-        ]
         create = exp.Create(
-            this=exp.Schema(this=x.table(self.name), expressions=columns),
+            this=exp.Schema(this=x.table(self.name), expressions=_columns(schema, stamps_as_micros=False)),
             kind="TABLE",
             exists=True,
             properties=exp.Properties(expressions=[exp.FileFormatProperty(this=exp.var("DELTA"))]),
@@ -219,26 +208,28 @@ def _spark_type(arrow_type: Any, *, micros: bool) -> str:
     raise TypeError(f"no Spark type for the state table's Arrow type {arrow_type}")
 
 
-def _spark_schema(schema: Any, *, stamps_as_micros: bool) -> Any:
-    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+def _columns(schema: Any, *, stamps_as_micros: bool) -> list[Any]:
+    """The state table's columns as sqlglot column definitions."""
+    from sqlglot import exp
 
-    types = {"bigint": LongType(), "int": IntegerType(), "string": StringType()}
-    return StructType(
-        [StructField(f.name, types[_spark_type(f.type, micros=stamps_as_micros)], True) for f in schema]
-    )
+    from delta_contracts.plan import expressions as x
+
+    return [
+        exp.ColumnDef(this=x.ident(f.name), kind=x.data_type(_spark_type(f.type, micros=stamps_as_micros)))
+        for f in schema
+    ]
+
+
+def _columns_ddl(schema: Any, *, stamps_as_micros: bool) -> str:
+    """The columns as a DDL schema string, which `createDataFrame` takes on classic Spark and Connect."""
+    from delta_contracts.plan import expressions as x
+
+    return ", ".join(x.sql(c) for c in _columns(schema, stamps_as_micros=stamps_as_micros))
 
 
 def _micros(value: datetime | None) -> int | None:
-    if value is None:
-        return None
-    stamp = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-    delta = stamp - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return None if value is None else epoch_micros(value)
 
 
 def _from_micros(value: int | None) -> datetime | None:
-    if value is None:
-        return None
-    from datetime import timedelta
-
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=int(value))
+    return None if value is None else from_epoch_micros(int(value))

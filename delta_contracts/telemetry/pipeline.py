@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from delta_contracts.instants import epoch_micros, from_epoch_micros
 from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark, watermarks
 from delta_contracts.telemetry.matching import Targets, possible_in_text, reads_of
 from delta_contracts.telemetry.objects import Watched
@@ -214,14 +215,13 @@ def collect(
 def _timestamp(value: datetime) -> Any:
     from sqlglot import exp
 
-    micros = int(value.timestamp() * 1_000_000)  # an instant, whatever the session's time zone
-    return exp.func("timestamp_micros", exp.Literal.number(micros))
+    return exp.func("timestamp_micros", exp.Literal.number(epoch_micros(value)))
 
 
 def _instant(micros: object) -> datetime | None:
     if not isinstance(micros, int):
         return None
-    return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=micros)
+    return from_epoch_micros(micros)
 
 
 def _latest(a: datetime | None, b: datetime | None) -> datetime | None:

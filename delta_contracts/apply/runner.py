@@ -331,8 +331,7 @@ class Runner:
         self.entries.extend(entries)
 
     def _version(self, op: Op) -> int | None:
-        live = self.engine.describe(op.table)
-        return live.version if live is not None else None
+        return self.engine.table_version(op.table)
 
     def _run_op(
         self,

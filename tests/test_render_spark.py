@@ -29,9 +29,6 @@ from tests.spark_parser import assert_one_statement, classic_session, spark_pars
 # opt-out (the same variable as the engine suite's) skips it.
 F = TypeVar("F", bound=Callable[..., Any])
 _OPTED_OUT = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
-# The parser's session is the process's one classic session: under xdist these tests run in the worker that
-# holds the `spark` engine's session (tests/conftest.py), which the parser then shares.
-pytestmark = pytest.mark.xdist_group("spark")
 
 
 @pytest.fixture

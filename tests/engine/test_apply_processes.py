@@ -20,7 +20,7 @@ from delta_contracts.engine.local import LocalEngine
 from delta_contracts.plan.migrations import load_history
 from tests.engine.apply_support import REPO, ROWS, fingerprint, insert_rows, orders_migrations
 
-pytestmark = [pytest.mark.engine, pytest.mark.own_processes]  # apply runs in child processes
+pytestmark = pytest.mark.engine
 CHILD = Path(__file__).with_name("apply_child.py")
 
 

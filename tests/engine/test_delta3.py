@@ -37,96 +37,56 @@ CASES = tuple(cases())
 _FOREIGN_ENV = ("SPARK_HOME", "SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "PYSPARK_PYTHON", "PYTHONHOME")
 
 
-SHARED_RUN_ENV = "DELTA_CONTRACTS_DELTA3_RUN_DIR"  # set by the xdist controller for its workers
-EXIT_CODE = "exit_code"  # written by the run's shell when the run ends
-PROBLEM = "problem"  # why the run could not start
-
-
-def shared_run_folder() -> Path:
-    import tempfile
-
-    return Path(tempfile.mkdtemp(prefix="dc-delta3-"))
-
-
 @dataclass
 class Delta3Run:
     """The delta-3 subprocess, started when the run is collected so that its JVM works beside the rest of the
-    suite, and awaited by the tests below through its folder: under pytest-xdist the controller starts it
-    and the worker that runs these tests reads what it wrote there."""
+    suite (two cores, two JVMs), and awaited by the tests below."""
 
-    folder: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def output(self) -> Path:
-        return self.folder / "results.json"
-
-    @property
-    def errors(self) -> Path:
-        return self.folder / "progress.log"
-
-    def wait(self, timeout: float) -> int:
-        """The run's exit code, once it has ended; pytest.fail when it could not start or did not end."""
-        import time
-
-        deadline = time.monotonic() + timeout
-        while not (self.folder / EXIT_CODE).exists():
-            if (self.folder / PROBLEM).exists():
-                pytest.fail((self.folder / PROBLEM).read_text(encoding="utf-8"))
-            if time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"the delta-3 run did not end within {timeout:.0f} s: {self.errors}")
-            time.sleep(0.5)
-        return int((self.folder / EXIT_CODE).read_text(encoding="utf-8").strip())
-
-    def stop(self) -> None:
-        import signal
-
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)  # the shell, and the Python and JVM it started
+    process: subprocess.Popen[bytes] | None
+    output: Path
+    errors: Path
+    problem: str = ""  # why it could not start
 
 
 def launch() -> Delta3Run:
+    import tempfile
+
     from delta_contracts.engine.jars import availability
 
-    run = Delta3Run(Path(os.environ.get(SHARED_RUN_ENV) or shared_run_folder()))
+    folder = Path(tempfile.mkdtemp(prefix="dc-delta3-"))
+    run = Delta3Run(None, folder / "results.json", folder / "progress.log")
     python = Path(os.environ.get(VENV_ENV) or REPO / ".venv-delta3") / "bin" / "python"
-    problem = ""
     if not python.exists():
-        problem = f"{python} is missing: `make delta3` builds the delta-3 virtualenv"
-    else:
-        available, why = availability("delta-3")
-        if not available:
-            problem = f"the delta-3 engine cannot start: {why}"
-    if problem:
-        (run.folder / PROBLEM).write_text(problem, encoding="utf-8")
+        run.problem = f"{python} is missing: `make delta3` builds the delta-3 virtualenv"
+        return run
+    available, why = availability("delta-3")
+    if not available:
+        run.problem = f"the delta-3 engine cannot start: {why}"
         return run
     env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
     env["PYTHONPATH"] = str(REPO)
-    # A shell around the run writes its exit code into the folder, for a reader that is not its parent; the
-    # rename makes the code appear whole.
-    script = '"$@"; echo $? > "$0.tmp" && mv "$0.tmp" "$0"'
-    command = [str(python), "-m", "tests.engine.delta3_run", str(run.folder / "warehouse"), *CASES]
     with run.output.open("wb") as out, run.errors.open("wb") as err:
         run.process = subprocess.Popen(
-            ["sh", "-c", script, str(run.folder / EXIT_CODE), *command],
+            [str(python), "-m", "tests.engine.delta3_run", str(folder / "warehouse"), *CASES],
             cwd=REPO,
             env=env,
             stdout=out,
             stderr=err,
-            start_new_session=True,
         )
     return run
 
 
 @pytest.fixture(scope="module")
 def delta3_results(request: pytest.FixtureRequest) -> dict[str, dict[str, str]]:
-    run: Delta3Run | None = request.config.stash.get(DELTA3_RUN, None)
-    if run is None and hasattr(request.config, "workerinput") and os.environ.get(SHARED_RUN_ENV):
-        run = Delta3Run(Path(os.environ[SHARED_RUN_ENV]))  # started by the xdist controller
-    if run is None:
-        run = launch()
-    returncode = run.wait(timeout=3600)
+    run: Delta3Run = request.config.stash.get(DELTA3_RUN, None) or launch()
+    if run.problem:
+        pytest.fail(run.problem)
+    assert run.process is not None
+    try:
+        returncode = run.process.wait(timeout=3600)
+    except subprocess.TimeoutExpired:
+        run.process.kill()
+        raise
     assert returncode == 0, run.errors.read_text(errors="replace")[-4000:]
     results: dict[str, dict[str, str]] = json.loads(run.output.read_text().strip().splitlines()[-1])
     return results

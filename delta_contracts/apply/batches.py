@@ -225,5 +225,4 @@ def run_batches(
             on_batch(BatchDone(batch.mark, None, True))
             continue
         engine.run_statement(batch_statement(op, batch, first=first), tag=tag)
-        live = engine.describe(op.table)
-        on_batch(BatchDone(batch.mark, live.version if live else None, False))
+        on_batch(BatchDone(batch.mark, engine.table_version(op.table), False))

@@ -378,7 +378,7 @@ class Runner:
                 )
             else:
                 self.engine.check_precondition(op)
-                table, path, version, detail = self._execute(contract, stored, index, op, tag, lease)
+                table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
                 status = lg.Status.FORCED if forced else lg.Status.SUCCEEDED
         except (EngineError, PreconditionFailed) as err:
             message = str(err) or type(err).__name__
@@ -430,9 +430,17 @@ class Runner:
         )
 
     def _execute(
-        self, contract: str, stored: StoredMigration, index: int, op: Op, tag: str, lease: Lease
+        self,
+        contract: str,
+        stored: StoredMigration,
+        index: int,
+        op: Op,
+        tag: str,
+        lease: Lease,
+        before: int | None,
     ) -> tuple[str, str, int | None, str]:
-        """Run the op (in batches where it can be split): the table it left, path, version, detail."""
+        """Run the op (in batches where it can be split): the table it left, path, version, detail.
+        `before`: the table's version read when the op started (the lease keeps other runners off it)."""
         from delta_contracts.apply.batches import batchable, plan_batches, run_batches
 
         if batchable(op):
@@ -468,5 +476,5 @@ class Runner:
                 run_batches(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
                 resumed = f", resumed after {len(marks)} recorded" if marks else ""
                 return table_name(op.table), "sql", self._version(op), f"{count} batch(es){resumed}"
-        outcome = self.engine.run_verified(op, tag=tag)
+        outcome = self.engine.run_verified(op, tag=tag, before=before)
         return outcome.table, outcome.path, outcome.version, outcome.detail

@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum, auto
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,12 @@ from delta_contracts.plan.ops import Op
 
 class EngineError(Exception):
     """An op could not run; the message says which op, on which table, and why."""
+
+
+class Unread(Enum):
+    """A value the caller has not read (as opposed to None, read and absent)."""
+
+    UNREAD = auto()
 
 
 class PartialOp(EngineError):
@@ -133,21 +140,44 @@ class Engine(ABC):
         return self.sql(x.sql(query))
 
     def holds(self, condition: Condition) -> bool:
+        return self._holds(condition, {}, {})
+
+    def _holds(
+        self,
+        condition: Condition,
+        tables: dict[TableId, LiveTable | None],
+        views: dict[TableId, str | None],
+    ) -> bool:
+        """`tables` and `views`: what this evaluation has read so far, so that the parts of a compound
+        condition on one table share one DESCRIBE."""
         if isinstance(condition, NoRowsWhere):
-            if self.describe(condition.table, with_version=False) is None:
+            if self._described(condition.table, tables) is None:
                 return False
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, AllOf):
-            return all(self.holds(c) for c in condition.conditions)
+            return all(self._holds(c, tables, views) for c in condition.conditions)
         if isinstance(condition, AnyOf):
-            return any(self.holds(c) for c in condition.conditions)
-        tables = {
-            t: live
-            for t in _tables_of(condition)
-            if (live := self.describe(t, with_version=False)) is not None
-        }
-        views = {v: text for v in _views_of(condition) if (text := self.view_text(v)) is not None}
-        return holds(condition, tables, views)
+            return any(self._holds(c, tables, views) for c in condition.conditions)
+        live = {t: found for t in _tables_of(condition) if (found := self._described(t, tables)) is not None}
+        texts = {v: text for v in _views_of(condition) if (text := self._view_text(v, views)) is not None}
+        if not holds(condition, live, texts):
+            return False
+        return not isinstance(condition, ViewDefined) or self.view_types_current(condition.view)
+
+    def _described(self, table: TableId, seen: dict[TableId, LiveTable | None]) -> LiveTable | None:
+        if table not in seen:
+            seen[table] = self.describe(table, with_version=False)
+        return seen[table]
+
+    def _view_text(self, view: TableId, seen: dict[TableId, str | None]) -> str | None:
+        if view not in seen:
+            seen[view] = self.view_text(view)
+        return seen[view]
+
+    def view_types_current(self, view: TableId) -> bool:
+        """Whether a view whose text is the wanted one also reads its columns in today's types (engines that
+        bind a view's types at creation say; the default binds nothing)."""
+        return True
 
     def check_precondition(self, op: Op) -> None:
         condition = op.precondition()
@@ -182,11 +212,14 @@ class Engine(ABC):
         self.check_precondition(op)
         return self.run_verified(op, tag=tag)
 
-    def run_verified(self, op: Op, *, tag: str | None = None) -> OpOutcome:
+    def run_verified(
+        self, op: Op, *, tag: str | None = None, before: int | Unread | None = Unread.UNREAD
+    ) -> OpOutcome:
         """Run the op and check the outcome against the Delta log: an op that failed must have left no
         commit, and one that ran must show its result; otherwise it is reported as partial with the version
-        it made."""
-        before = self.table_version(op.table)
+        it made. `before`: the table's version when the caller has just read it (None: no such table)."""
+        if isinstance(before, Unread):
+            before = self.table_version(op.table)
         try:
             outcome = self.run(op, tag=tag)
         except EngineError as err:

@@ -63,6 +63,9 @@ _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds ca
 
 
 def _start_sail() -> tuple[Any, Any]:
+    from delta_contracts.engine.spark import without_grpc_fork_handlers
+
+    without_grpc_fork_handlers()  # before the first gRPC client: delta-spark's JVM start forks
     from pysail.spark import SparkConnectServer
     from pyspark.sql import SparkSession
 

@@ -22,7 +22,6 @@ from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
-from delta_contracts.plan.conditions import Condition, ViewDefined
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
 from delta_contracts.plan.render import render
 
@@ -294,16 +293,12 @@ class SparkEngine(Engine):
         text = next((r.get("data_type") for r in rows if r.get("col_name") == "View Text"), None)
         return str(text) if text else None
 
-    def holds(self, condition: Condition) -> bool:
-        # Spark binds a view's column types when the view is created: after an in-place type change the same
-        # text no longer serves the table (Spark 4 casts back to the old type; Spark 3.5 cannot read the view,
-        # CANNOT_UP_CAST_DATATYPE), so a view is the one its op defines only when its types are current.
-        if isinstance(condition, ViewDefined):
-            return super().holds(condition) and self._view_types_current(condition.view)
-        return super().holds(condition)
+    def view_types_current(self, view: TableId) -> bool:
+        """Whether the view reads its columns in the types its text reads today (its text is the wanted one).
 
-    def _view_types_current(self, view: TableId) -> bool:
-        """Whether the view reads its columns in the types its text reads today (it holds text: checked)."""
+        Spark binds a view's column types when the view is created: after an in-place type change the same
+        text no longer serves the table (Spark 4 casts back to the old type; Spark 3.5 cannot read the view,
+        CANNOT_UP_CAST_DATATYPE), so a view is the one its op defines only when its types are current."""
         from pyspark.errors import AnalysisException
 
         text = self.view_text(view)
@@ -343,10 +338,26 @@ def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:
     return exp.Describe(this=x.table(table), style=kind, partition=tail)
 
 
+GRPC_FORK_SUPPORT = "GRPC_ENABLE_FORK_SUPPORT"
+
+
+def without_grpc_fork_handlers() -> None:
+    """Called before this process makes its first Spark Connect (gRPC) client.
+
+    grpcio >= 1.81 restarts its poller in a forked child; Python closes the child's descriptors before exec,
+    the poller meets EBADF and aborts the child (grpc/grpc#43055). PySpark starts its JVM with
+    `Popen(preexec_fn=...)`, a fork that runs those handlers, so with a Connect client in the process (the
+    local engine's Sail session, the connect engine) about one JVM start in eight died before exec
+    (JAVA_GATEWAY_EXITED). Nothing here forks to run gRPC in a child, so the handlers are off, unless the user
+    set the variable."""
+    os.environ.setdefault(GRPC_FORK_SUPPORT, "false")
+
+
 def connect_engine(
     url: str, state_dir: Path | str = ".delta-contracts", *, ledger: TableId | None = None
 ) -> SparkEngine:
     """Spark Connect or Databricks Connect at `url` (sc://host:port/…)."""
+    without_grpc_fork_handlers()
     from pyspark.sql import SparkSession
 
     _check_reachable(url)

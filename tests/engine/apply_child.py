@@ -85,15 +85,17 @@ def _engine(spec: dict[str, Any]) -> Engine:
 
         return LocalEngine(warehouse)
     from delta_contracts.engine.spark import SparkEngine, local_delta_session
+    from tests.engine.session_conf import FAST_SMALL_QUERIES, TEST_JVM_OPTIONS
 
-    extra = {}
+    extra = dict(FAST_SMALL_QUERIES)
     if spec.get("metastore"):
-        extra = {
+        extra |= {
             "spark.sql.catalogImplementation": "hive",
             "spark.hadoop.javax.jdo.option.ConnectionURL": (
                 f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
             ),
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",  # derby.log there
+            # derby.log in the warehouse
+            "spark.driver.extraJavaOptions": f"{TEST_JVM_OPTIONS} -Dderby.system.home={warehouse}",
         }
     session = local_delta_session(warehouse=warehouse, extra=extra)
     engine = SparkEngine(session, warehouse / "_delta_contracts", owns_session=True)

@@ -13,13 +13,9 @@ import pytest
 
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark import delta_jars_available
+from tests.engine.session_conf import FAST_SMALL_QUERIES
 
 SKIP_SPARK = os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1"
-# The test tables hold a handful of rows: compiling whole-stage code and re-planning adaptively cost more
-# than the queries (six recipe cases: 114 s -> 104 s). Neither changes what a statement does.
-# (Interpreted-only expressions, spark.sql.codegen.factoryMode=NO_CODEGEN, would save more but break
-# spark.catalog.listTables on Spark 4.2: EXPRESSION_DECODING_FAILED.)
-FAST_SMALL_QUERIES = {"spark.sql.codegen.wholeStage": "false", "spark.sql.adaptive.enabled": "false"}
 
 
 @pytest.fixture(scope="session")

@@ -38,6 +38,7 @@ def server_command(warehouse: Path, port: int) -> list[str]:
 
     from delta_contracts.engine.jars import TARGETS, delta_jars
     from delta_contracts.engine.spark import DELTA_EXTENSIONS, LOCAL_SESSION_CONF
+    from tests.engine.session_conf import FAST_SMALL_QUERIES
 
     spark_home = Path(pyspark.__file__).parent
     jars = delta_jars("delta-4")
@@ -49,6 +50,7 @@ def server_command(warehouse: Path, port: int) -> list[str]:
     conf = {
         **LOCAL_SESSION_CONF,
         **DELTA_EXTENSIONS,
+        **FAST_SMALL_QUERIES,
         "spark.app.name": "delta-contracts-connect-tests",
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.connect.grpc.binding.address": "127.0.0.1",

@@ -71,10 +71,13 @@ def main(argv: Sequence[str]) -> int:
 
     from delta_contracts.engine.spark import SparkEngine, local_delta_session
     from delta_contracts.plan.planner import PlanError
+    from tests.engine.session_conf import FAST_SMALL_QUERIES
 
     warehouse = Path(argv[0])
     wanted = list(argv[1:]) or cases()
-    session = local_delta_session("delta-contracts-delta3", warehouse, target="delta-3")
+    session = local_delta_session(
+        "delta-contracts-delta3", warehouse, target="delta-3", extra=FAST_SMALL_QUERIES
+    )
     engine = SparkEngine(session, warehouse / "_delta_contracts")
     results: dict[str, dict[str, str]] = {
         "_versions": {

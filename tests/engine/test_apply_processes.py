@@ -131,11 +131,13 @@ JVM = pytest.mark.skipif(
 def test_two_runners_one_table(engine: str, tmp_path: Path) -> None:
     """Two `apply` processes started together: exactly one runs, the other exits 3 naming the holder. On
     `spark` each starts a delta-spark JVM of its own; the winner holds the lease 20 s after taking it, more
-    than two JVMs' start-up times differ, so the loser meets it."""
+    than two JVMs' start-up times differ, so the loser meets it. The race is for the lease, taken before the
+    first op: the winner applies the first migration only."""
     warehouse = tmp_path / "wh"
     root, contract = orders_migrations(tmp_path, "raced")
     hold = 4 if engine == "local" else 20
     spec = {"warehouse": str(warehouse), "migrations": str(root), "contract": contract, "hold": hold}
+    spec["to_version"] = "1.0.0"
     spec["engine"] = engine
     first, second = child(spec), child(spec)
     results = [p.communicate(timeout=600) for p in (first, second)]

@@ -85,7 +85,7 @@ def _engine(spec: dict[str, Any]) -> Engine:
 
         return LocalEngine(warehouse)
     from delta_contracts.engine.spark import SparkEngine, local_delta_session
-    from tests.engine.session_conf import FAST_SMALL_QUERIES, TEST_JVM_OPTIONS
+    from tests.engine.session_conf import FAST_SMALL_QUERIES
 
     extra = dict(FAST_SMALL_QUERIES)
     if spec.get("metastore"):
@@ -95,7 +95,7 @@ def _engine(spec: dict[str, Any]) -> Engine:
                 f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
             ),
             # derby.log in the warehouse
-            "spark.driver.extraJavaOptions": f"{TEST_JVM_OPTIONS} -Dderby.system.home={warehouse}",
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
         }
     session = local_delta_session(warehouse=warehouse, extra=extra)
     engine = SparkEngine(session, warehouse / "_delta_contracts", owns_session=True)

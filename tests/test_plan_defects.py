@@ -12,7 +12,7 @@ from delta_contracts.contract.model import Contract
 from delta_contracts.diff.compare import diff
 from delta_contracts.diff.policy import refusals, verdict
 from delta_contracts.live import LiveColumn, LiveTable
-from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, duplicated_key
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere, holds
 from delta_contracts.plan.ops import CopyRows, CreateView, DropCheck, Phase, StampContract
 from delta_contracts.plan.planner import PlanError, plan
@@ -263,7 +263,16 @@ def test_cutover_catch_up_copies_only_what_changed_where_it_can(
         populate.mapping,
         populate.rejects,
     )
-    assert catch_up.precondition() == populate.precondition()  # the same pre-check of the source rows
+    copied = populate.precondition()
+    assert isinstance(copied, AllOf)
+    if catch_up.key:
+        # The copy and the catch-up refuse an old table sharing a key; the catch-up, a new table too.
+        old_key = [dict(populate.mapping)[k] for k in catch_up.key]
+        assert populate.rejects is not None and duplicated_key(populate.source, old_key) in populate.rejects
+        target_twins = NoRowsWhere(catch_up.table, duplicated_key(catch_up.table, catch_up.key))
+        assert catch_up.precondition() == AllOf((*copied.conditions, target_twins))
+    else:
+        assert catch_up.precondition() == copied  # the same pre-check of the source rows
     assert catch_up.postcondition() == populate.postcondition()  # rerunnable until the source retires
     assert whole == []
     assert op_from_data(op_to_data(catch_up)) == catch_up  # round-trips through a migration file

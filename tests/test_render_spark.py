@@ -19,7 +19,7 @@ from delta_contracts.plan.ops import Op
 from delta_contracts.plan.planner import PlanError, plan
 from delta_contracts.plan.render import render
 from delta_contracts.plan.serialize import KINDS
-from delta_contracts.plan.sqlfile import precheck_sql
+from delta_contracts.plan.sqlfile import precheck_queries
 from delta_contracts.target import Target
 from tests.engine.conftest import SKIP_SPARK
 from tests.recipes import BASE, RECIPES, base_contract, pair
@@ -73,8 +73,7 @@ def test_recipes_cover_every_op_kind() -> None:
 def test_every_emitted_statement_parses_once() -> None:
     for op in ALL_OPS:
         assert_one_statement(render(op))
-        check = precheck_sql(op)
-        if check:
+        for check in precheck_queries(op):
             assert_one_statement(check)
 
 

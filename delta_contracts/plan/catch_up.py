@@ -25,6 +25,11 @@ Strategies, chosen by the planner from the contracts (`choose_catch_up`):
 
 Every strategy is idempotent: run again with nothing new, the MERGE matches no row (`partitions`: no
 partition differs, its source is empty) and changes none.
+
+A key MERGE needs the key unique on both sides, which Delta does not enforce: with two source rows of one key
+Delta refuses the MERGE (several source rows for one target row), and one source row updates every target
+row of its key, writing one row's values over its twins'. So the populate copy refuses an old table with a
+duplicated key, and the catch-up refuses duplicates on either side (`duplicated_key`), before writing.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from sqlglot import exp
 
 from delta_contracts.live import Commit, TableId
 from delta_contracts.plan import expressions as x
-from delta_contracts.plan.conditions import AllOf, Condition, TableAbsent, TableExists
+from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, TableAbsent, TableExists
 from delta_contracts.plan.ops import CopyRows, Op, Phase, copy_precondition, table_name
 
 if TYPE_CHECKING:
@@ -82,7 +87,12 @@ class CatchUpRows(Op):
         return TableAbsent(self.source)
 
     def precondition(self) -> Condition:
-        return copy_precondition(self.source, self.table, self.rejects)
+        copied = copy_precondition(self.source, self.table, self.rejects)
+        if not self.key:
+            return copied
+        # The source's duplicates are in `rejects` (as for the copy); the new table may have got some since.
+        parts = copied.conditions if isinstance(copied, AllOf) else (copied,)
+        return AllOf((*parts, NoRowsWhere(self.table, duplicated_key(self.table, self.key))))
 
     def result_condition(self) -> Condition:
         return AllOf((TableExists(self.source), TableExists(self.table)))
@@ -105,6 +115,21 @@ class CatchUpChoice:
     op: Op
     warning: str | None  # set only when the catch-up copies the whole table again
     note: str | None  # how a merge catches up (the warning says it for a copy)
+    copy_rejects: str | None  # the populate copy's pre-check, with what this catch-up needs of the old rows
+
+
+def duplicated_key(table: TableId, key: Sequence[str]) -> str:
+    """Rows of `table` whose key (SQL expressions over its columns) another row shares. A NULL in the key
+    never matches, as in the catch-up MERGE's `=`."""
+    values = [x.parse(x.never_raising(k)) for k in key]
+    shared = (
+        exp.select(*(v.copy() for v in values))
+        .from_(x.table(table))
+        .group_by(*(v.copy() for v in values))
+        .having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(1)))
+    )
+    keyed = values[0] if len(values) == 1 else exp.Tuple(expressions=values)
+    return x.sql(exp.In(this=keyed, query=exp.Subquery(this=shared)))
 
 
 def choose_catch_up(
@@ -116,6 +141,9 @@ def choose_catch_up(
     key = _merge_key(new, copy)
     feed = dict(old_properties).get(CHANGE_DATA_FEED, "false").lower() == "true"
     if key is not None:
+        by_source = dict(copy.mapping)
+        old_keys = duplicated_key(copy.source, [by_source[k] for k in key])
+        rejects = x.any_of([p for p in (copy.rejects, old_keys) if p is not None])
         strategy = CatchUpStrategy.MERGE_ON_KEY
         how = f"merges on the unique key ({', '.join(key)}), reading every row of {source}"
         nullable = [c for c in key if (col := new.column(c)) is None or col.nullable]
@@ -134,10 +162,15 @@ def choose_catch_up(
             mapping=copy.mapping,
             key=key,
             strategy=strategy,
-            rejects=copy.rejects,
+            rejects=rejects,
             reason="catch rows written since populate",
         )
-        return CatchUpChoice(op, None, f"{target}: the cutover catch-up {how}; it writes only changed rows")
+        note = (
+            f"{target}: the cutover catch-up {how}; it writes only changed rows. The key must be unique "
+            f"(Delta does not enforce it): populate and cutover refuse rows of {source} sharing a key, and "
+            f"cutover refuses rows of {target} sharing one"
+        )
+        return CatchUpChoice(op, None, note, rejects)
     partitions = _partition_columns(new, copy)
     unhashable = [c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()]
     if partitions is not None and not unhashable:
@@ -159,7 +192,7 @@ def choose_catch_up(
         )
         if feed:
             how += " (the change data feed is applied by key, and the contract declares no unique key)"
-        return CatchUpChoice(op, None, how)
+        return CatchUpChoice(op, None, how, copy.rejects)
     why = "the contract declares no unique key (`quality.unique`) to merge on"
     if partitions is None:
         why += " and no partitioning (`table.partitioned_by`) to compare partitions by"
@@ -179,7 +212,7 @@ def choose_catch_up(
         rejects=copy.rejects,
         reason="catch rows written since populate",
     )
-    return CatchUpChoice(repeat, warning, None)
+    return CatchUpChoice(repeat, warning, None, copy.rejects)
 
 
 def _partition_columns(new: Contract, copy: CopyRows) -> tuple[str, ...] | None:

@@ -24,16 +24,15 @@ def comment_text(text: str) -> str:
     return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
-def precheck_sql(op: Op) -> str | None:
+def precheck_queries(op: Op) -> tuple[str, ...]:
+    """The counting queries that must return 0 before the op may run, one per data condition."""
     condition = op.precondition()
     checks = condition.conditions if isinstance(condition, AllOf) else (condition,)
-    counted = next((c for c in checks if isinstance(c, NoRowsWhere)), None)
-    if counted is None:
-        return None
-    query = (
-        exp.select(exp.Count(this=exp.Star())).from_(x.table(counted.table)).where(x.parse(counted.predicate))
+    return tuple(
+        x.sql(exp.select(exp.Count(this=exp.Star())).from_(x.table(c.table)).where(x.parse(c.predicate)))
+        for c in checks
+        if isinstance(c, NoRowsWhere)
     )
-    return x.sql(query)
 
 
 def render_sql_file(migration: Migration, *, migration_id: str, target: Target) -> str:
@@ -58,8 +57,7 @@ def render_sql_file(migration: Migration, *, migration_id: str, target: Target) 
             number += 1
             reason = f" ({comment_text(op.reason)})" if op.reason else ""
             lines.append(f"-- [{number}] {comment_text(op.summary())}{reason}")
-            check = precheck_sql(op)
-            if check:
+            for check in precheck_queries(op):
                 lines.append(f"-- pre-check, must return 0: {comment_text(check)}")
             if isinstance(op, DropColumns | DropTable):
                 lines.append(f"-- gate: {comment_text(op.gate.describe())}")

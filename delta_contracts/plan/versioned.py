@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from delta_contracts.contract.model import Contract, Versioning
 from delta_contracts.contract.pairing import ColumnPairing, pair_columns
 from delta_contracts.contract.types import canonical
@@ -73,8 +75,8 @@ def plan_versioned(
         rejects=copy_rejects(pairing, new, mapping),
         reason="copy rows",
     )
-    b.add(copy)
     catch_up = choose_catch_up(copy, new, state.properties)
+    b.add(replace(copy, rejects=catch_up.copy_rejects))
     b.add(catch_up.op)
     if catch_up.warning is not None:
         b.warn(catch_up.warning)

@@ -19,7 +19,7 @@ import pytest
 from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.engine.base import Engine
+from delta_contracts.engine.base import Engine, PreconditionFailed
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import Phase
@@ -275,3 +275,64 @@ def test_partitions_catch_up_converges_from_any_state_of_the_new_table(local_or_
     assert checksum(stored) == expected
     local_or_spark.apply_op(catch_up)
     assert_wrote_nothing(first, last_commit(location))
+
+
+def _twin(row: dict[str, Any], **changed: Any) -> dict[str, Any]:
+    return {**row, **changed}
+
+
+def _delete(engine: Engine, table: tuple[str, ...], column: str, value: Any) -> None:
+    where = exp.EQ(this=x.column(column), expression=x.literal(value))
+    engine.sql(x.sql(exp.Delete(this=x.table(table), where=exp.Where(this=where))))
+
+
+def test_a_shared_key_is_refused_before_the_merge_writes(local_or_spark: Engine) -> None:
+    """Delta does not enforce a contract's unique key, and a key MERGE over rows sharing a key either fails
+    (several source rows for one target row) or writes one row's values over its twin. So the populate copy
+    refuses an old table with two rows of one key, and the cutover catch-up refuses one in either table; each
+    refusal counts the rows, shows them and writes nothing. With the twins gone, the catch-up runs."""
+    engine = local_or_spark
+    schema = f"catchup{next(_schemas)}"
+    create_schema(engine, schema)
+    old, new = contracts(schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(engine, created, "create")
+    twin = _twin(ROWS[0], attempts=7, txn_date=date(2026, 11, 9))
+    write_rows(engine, state.physical, [*ROWS, twin])
+    migration, _ = plan(old, new, Target.DELTA_4, state=state)
+    (copy_op,) = migration.phase(Phase.POPULATE)
+    catch_up = next(op for op in migration.ops if isinstance(op, CatchUpRows))
+    assert catch_up.strategy is CatchUpStrategy.MERGE_ON_KEY
+    for op in migration.phase(Phase.EXPAND):
+        engine.apply_op(op)
+    new_version = engine.table_version(catch_up.table)
+
+    def refused(op: Any, table: tuple[str, ...]) -> list[dict[str, Any]]:
+        with pytest.raises(PreconditionFailed) as failed:
+            engine.apply_op(op)
+        assert failed.value.count == 2 and ".".join(table) in str(failed.value)
+        assert engine.table_version(catch_up.table) == new_version  # nothing written
+        return failed.value.samples
+
+    samples = refused(copy_op, state.physical)
+    assert sorted((r["txn_id"], r["attempts"]) for r in samples) == [("t1", 1), ("t1", 7)]
+    _delete(engine, state.physical, "attempts", 7)
+    engine.apply_op(copy_op)
+    new_version = engine.table_version(catch_up.table)
+    # A producer writes a second t2 to the old table between populate and cutover.
+    write_rows(engine, state.physical, [_twin(ROWS[1], attempts=9)])
+    samples = refused(catch_up, state.physical)
+    assert {r["txn_id"] for r in samples} == {ROWS[1]["txn_id"]}
+    _delete(engine, state.physical, "attempts", 9)
+    # The new table got a twin of its own (a writer that went to it early).
+    write_rows(engine, catch_up.table, [_twin(ROWS[1], attempts=9)])
+    new_version = engine.table_version(catch_up.table)
+    samples = refused(catch_up, catch_up.table)
+    assert {r["attempts"] for r in samples} == {ROWS[1]["attempts"], 9}
+    _delete(engine, catch_up.table, "attempts", 9)
+    expected = checksum(
+        expected_rows(old, new, engine.sql(x.sql(exp.select("*").from_(x.table(state.physical)))))
+    )
+    for op in migration.phase(Phase.CUTOVER):
+        engine.apply_op(op)
+    assert checksum(read_through_name(engine, new)) == expected

@@ -1,49 +1,77 @@
-"""A separate `apply` process for the crash and race tests: `python apply_child.py SPEC_JSON`.
+"""A separate `apply` process for the crash and race tests, forked from a server that has imported this
+module (`fork_server`): the interpreter, PySpark's Connect client, pandas, delta-rs and sqlglot are loaded
+once per test run instead of once per process (about 2 s of each of the crash test's 130-odd processes).
+Each child opens its engine afresh (Sail, or a Connect session), so nothing it runs is shared.
 
 SPEC: warehouse, migrations, contract, to_version, force_reason, batch_rows, kill_on (SIGKILL itself at the
 boundary of that name), killed_log (where the boundary it died at is appended), hold (seconds to sleep at the
-first boundary, so that a racing process meets the lease), engine (`local`, the default, or `spark`: a local
-delta-spark session of its own, whose in-memory catalog lives as long as the process), metastore (spark: a
-Hive metastore in the warehouse instead, so that the tables outlive the process; one process at a time),
-insert_rows (after applying, load the test rows), fingerprint_out (write the fingerprints of the schemas named
-in `fingerprint` there as JSON, after applying when `migrations` is given, else instead), before (specs of
-applies to run first in the same process and engine, each of which must succeed: on `spark` that spares a JVM
-start per step). Exits with apply's exit code.
+first boundary, so that a racing process meets the lease), engine (`local`, the default, or `connect`: a
+session on the Spark Connect server with delta-spark at `url`, whose catalog outlives the process),
+insert_rows (after applying, load the test rows), before (specs of applies to run first in the same process
+and engine, each of which must succeed). The process exits with apply's exit code.
 """
 
 from __future__ import annotations
 
-import json
+import multiprocessing
 import os
 import signal
 import sys
 import time
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+# Loaded here, so that the fork server holds them before it forks (see the module docstring).
+import pysail.spark  # noqa: F401
+import pyspark.sql.connect.session  # noqa: F401
+
+from delta_contracts.apply import apply
+from delta_contracts.engine.local import LocalEngine
+from tests.engine.apply_support import REPO, insert_rows
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
 
 
-def main() -> int:
-    spec = json.loads(sys.argv[1])
+def run_spec(spec: dict[str, Any]) -> int:
     with _engine(spec) as engine:
         for step in spec.get("before", ()):
             code = _apply(engine, {**spec, "kill_on": None, **step})
             if code != 0:
                 return code
-        code = _apply(engine, spec) if spec.get("migrations") else 0
-        if spec.get("fingerprint_out") and code == 0:
-            from tests.engine.apply_support import fingerprint
+        return _apply(engine, spec)
 
-            prints = {schema: fingerprint(engine, schema) for schema in spec["fingerprint"]}
-            Path(spec["fingerprint_out"]).write_text(json.dumps(prints, default=str), encoding="utf-8")
-    return code
+
+def forked_main(spec: dict[str, Any], output: str) -> None:
+    """A forked child's body: what it prints goes to `output`; it exits with apply's exit code."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    code = run_spec(spec)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # as a process that ends: no interpreter teardown of the server's inherited state
+
+
+def fork_server() -> BaseContext:
+    """The multiprocessing context whose children are forked from a server holding this module. The server is
+    a fresh interpreter (not a fork of pytest, which runs JVMs and threads)."""
+    # gRPC's fork handlers would abort a child that PySpark forks to start delta-spark (grpc/grpc#43055); the
+    # engine sets this too, but the server imports gRPC before any engine runs.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    os.environ.setdefault("RUST_LOG", "error")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    return context
 
 
 def _apply(engine: Engine, spec: dict[str, Any]) -> int:
-    from delta_contracts.apply import apply
-
     seen = 0
 
     def boundary(name: str) -> None:
@@ -66,8 +94,6 @@ def _apply(engine: Engine, spec: dict[str, Any]) -> int:
         on_boundary=boundary,
     )
     if spec.get("insert_rows") and result.exit_code == 0:
-        from tests.engine.apply_support import insert_rows
-
         insert_rows(engine, spec["contract"].split(".")[0])
     for held in result.held:
         print(f"held by another runner: {held}")
@@ -81,30 +107,11 @@ def _apply(engine: Engine, spec: dict[str, Any]) -> int:
 def _engine(spec: dict[str, Any]) -> Engine:
     warehouse = Path(spec["warehouse"])
     if spec.get("engine", "local") == "local":
-        from delta_contracts.engine.local import LocalEngine
-
         return LocalEngine(warehouse)
-    from delta_contracts.engine.spark import SparkEngine, local_delta_session
-    from tests.engine.session_conf import FAST_SMALL_QUERIES
+    from delta_contracts.engine.spark import connect_engine
 
-    extra = dict(FAST_SMALL_QUERIES)
-    if spec.get("metastore"):
-        extra |= {
-            "spark.sql.catalogImplementation": "hive",
-            "spark.hadoop.javax.jdo.option.ConnectionURL": (
-                f"jdbc:derby:;databaseName={warehouse / 'metastore_db'};create=true"
-            ),
-            # derby.log in the warehouse
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
-        }
-    session = local_delta_session(warehouse=warehouse, extra=extra)
-    engine = SparkEngine(session, warehouse / "_delta_contracts", owns_session=True)
+    engine = connect_engine(spec["url"], warehouse / "_delta_contracts")
     # delta-spark does not create schemas for CREATE TABLE
     for step in [spec, *spec.get("before", ())]:
-        if "contract" in step:
-            engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{step['contract'].split('.')[0]}`")
+        engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{step['contract'].split('.')[0]}`")
     return engine
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,46 +1,50 @@
-"""`apply` as separate processes on the embedded engine: SIGKILLed at op boundaries and inside a batched
-backfill and copy, then resumed to the state of an uninterrupted run; two runners racing for one table."""
+"""`apply` as separate processes: SIGKILLed at op boundaries and inside a batched backfill and copy, then
+resumed to the state of an uninterrupted run (at every boundary on the embedded engine, at a few on
+delta-spark); two runners racing for one table."""
 
 from __future__ import annotations
 
-import json
+import itertools
 import os
-import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from delta_contracts.apply.ledger import DONE, Ledger, Status
+from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
 from delta_contracts.plan.migrations import load_history
-from tests.engine.apply_support import REPO, ROWS, fingerprint, insert_rows, orders_migrations
+from tests.engine.apply_child import fork_server, forked_main
+from tests.engine.apply_support import ROWS, fingerprint, orders_migrations
 
 pytestmark = pytest.mark.engine
-CHILD = Path(__file__).with_name("apply_child.py")
+_outputs = itertools.count()
 
 
-def child(spec: dict[str, Any]) -> subprocess.Popen[str]:
-    # The whole environment: the local engine may start delta-spark (JAVA_HOME, HOME's jar cache).
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RUST_LOG": "error"}
-    return subprocess.Popen(
-        [sys.executable, str(CHILD), json.dumps(spec)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        cwd=REPO,
-    )
+def child(spec: dict[str, Any], folder: Path) -> tuple[BaseProcess, Path]:
+    """An `apply` process (tests/engine/apply_child.py) and the file it prints to."""
+    output = folder / f"child-{next(_outputs)}.out"
+    process = fork_server().Process(target=forked_main, args=(spec, str(output)))
+    process.start()
+    return process, output
+
+
+def finish(process: BaseProcess, output: Path, timeout: float = 900) -> tuple[int, str]:
+    process.join(timeout)
+    if process.exitcode is None:
+        process.kill()
+        process.join()
+        pytest.fail(f"the apply process did not end in {timeout} s: {output.read_text(encoding='utf-8')}")
+    return process.exitcode, output.read_text(encoding="utf-8") if output.exists() else ""
 
 
 def run(spec: dict[str, Any]) -> tuple[int, str]:
-    process = child(spec)
-    out, err = process.communicate(timeout=900)
-    return process.returncode, out + err
+    return finish(*child(spec, Path(spec["warehouse"]).parent))
 
 
 def prepared(warehouse: Path, root: Path, contract: str, cuts: Sequence[str] = ()) -> dict[str, Any]:
@@ -51,10 +55,8 @@ def prepared(warehouse: Path, root: Path, contract: str, cuts: Sequence[str] = (
     for cut in cuts:
         code, output = run({**spec, **killed, "to_version": "1.0.0", "kill_on": cut})
         assert code == -9, f"{cut}: {output}"
-    code, output = run({**spec, "to_version": "1.0.0"})
+    code, output = run({**spec, "to_version": "1.0.0", "insert_rows": True})
     assert code == 0, output
-    with LocalEngine(warehouse) as engine:
-        insert_rows(engine, contract.split(".")[0])
     return {**spec, **killed, "force_reason": "crash test", "batch_rows": 2}
 
 
@@ -127,24 +129,25 @@ JVM = pytest.mark.skipif(
 )
 
 
-@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=JVM)])
-def test_two_runners_one_table(engine: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["local", pytest.param("connect", marks=JVM)])
+def test_two_runners_one_table(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Two `apply` processes started together: exactly one runs, the other exits 3 naming the holder. On
-    `spark` each starts a delta-spark JVM of its own; the winner holds the lease 20 s after taking it, more
-    than two JVMs' start-up times differ, so the loser meets it. The race is for the lease, taken before the
-    first op: the winner applies the first migration only."""
+    `connect` both are sessions of the suite's Spark Connect server with delta-spark. The race is for the
+    lease, taken before the first op: the winner holds it a few seconds, then applies the first migration."""
     warehouse = tmp_path / "wh"
-    root, contract = orders_migrations(tmp_path, "raced")
-    hold = 4 if engine == "local" else 20
-    spec = {"warehouse": str(warehouse), "migrations": str(root), "contract": contract, "hold": hold}
-    spec["to_version"] = "1.0.0"
-    spec["engine"] = engine
-    first, second = child(spec), child(spec)
-    results = [p.communicate(timeout=600) for p in (first, second)]
-    codes = sorted([first.returncode, second.returncode])
+    schema = f"raced_{engine}"
+    root, contract = orders_migrations(tmp_path, schema)
+    spec = {"warehouse": str(warehouse), "migrations": str(root), "contract": contract, "hold": 4}
+    spec |= {"to_version": "1.0.0", "engine": engine}
+    if engine == "connect":
+        spec["url"] = request.getfixturevalue("connect_url")
+    warehouse.mkdir()
+    first, second = child(spec, tmp_path), child(spec, tmp_path)
+    results = [finish(*first, timeout=600), finish(*second, timeout=600)]
+    codes = sorted(code for code, _ in results)
     assert codes == [0, 3], results
-    loser = next(out for (out, _), p in zip(results, (first, second), strict=True) if p.returncode == 3)
-    assert "held by another runner" in loser and "raced.orders is being migrated by runner" in loser
+    loser = next(out for code, out in results if code == 3)
+    assert "held by another runner" in loser and f"{contract} is being migrated by runner" in loser
     entries = Ledger(warehouse / "_delta_contracts").entries([contract])
     done = Counter(e.key for e in entries if e.status in DONE)
     assert done and max(done.values()) == 1
@@ -153,41 +156,43 @@ def test_two_runners_one_table(engine: str, tmp_path: Path) -> None:
 
 
 @JVM
-def test_killed_on_spark_converges_to_an_uninterrupted_run(tmp_path: Path) -> None:
-    """The same on `spark`, at a few cuts (a delta-spark JVM per process): after a delta-spark commit before
-    its ledger row, between two batches of a backfill, after the rename. A Hive metastore in the warehouse
-    keeps the tables from one process to the next. The first process also prepares both tables and runs the
-    reference uninterrupted; the last one resumes and takes the fingerprints: four JVMs in all."""
+def test_killed_on_delta_spark_converges_to_an_uninterrupted_run(
+    connect_url: str, connect_engine: Engine, tmp_path: Path
+) -> None:
+    """The same on delta-spark, at a few cuts: after a delta-spark commit before its ledger row, between two
+    batches of a backfill, after the rename. Each `apply` process is a session of the suite's Spark Connect
+    server (its catalog outlives the process) and is SIGKILLed there; the next one resumes."""
     warehouse = tmp_path / "wh"
-    ref_root, ref_contract = orders_migrations(tmp_path / "ref", "reference")
-    root, contract = orders_migrations(tmp_path / "crash", "crashed")
-    base = {"warehouse": str(warehouse), "engine": "spark", "metastore": True, "batch_rows": 2}
+    ref_root, ref_contract = orders_migrations(tmp_path / "ref", "reference_connect")
+    root, contract = orders_migrations(tmp_path / "crash", "crashed_connect")
+    base = {"warehouse": str(warehouse), "engine": "connect", "url": connect_url, "batch_rows": 2}
     base |= {"force_reason": "crash test", "killed_log": str(warehouse / "killed")}
     reference = {"migrations": str(ref_root), "contract": ref_contract}
     crashed = {"migrations": str(root), "contract": contract}
+    warehouse.mkdir()
     prepare = [
         {**reference, "to_version": "1.0.0", "insert_rows": True},
         {**crashed, "to_version": "1.0.0", "insert_rows": True},
-        reference,
     ]
+    code, output = run({**base, **reference, "before": prepare})
+    assert code == 0, output
     cuts = [
         "0002_1.0.0_to_1.1.0 op 3 ran",
         "0003_1.1.0_to_2.0.0 op 3 batch 2",
         "0004_2.0.0_to_3.0.0 op 8 ran",
     ]
-    for number, cut in enumerate(cuts):
-        code, output = run({**base, **crashed, "kill_on": cut, "before": prepare if number == 0 else []})
+    for cut in cuts:
+        code, output = run({**base, **crashed, "kill_on": cut})
         assert code == -9, f"{cut}: {output}"
-    out = tmp_path / "fingerprints.json"
-    prints_of = {"fingerprint": ["crashed", "reference"], "fingerprint_out": str(out)}
-    code, output = run({**base, **crashed, **prints_of})
+    code, output = run({**base, **crashed})
     assert code == 0, output
     assert (warehouse / "killed").read_text(encoding="utf-8").splitlines() == cuts
-    prints = json.loads(out.read_text(encoding="utf-8"))
-    assert prints["crashed"] == prints["reference"] and len(prints["crashed"]["rows"]) == len(ROWS)
+    crashed_print = fingerprint(connect_engine, contract.split(".")[0])
+    assert crashed_print == fingerprint(connect_engine, ref_contract.split(".")[0])
+    assert len(crashed_print["rows"]) == len(ROWS)
     entries = Ledger(warehouse / "_delta_contracts").entries([contract])
     finished = Counter(e.key for e in entries if e.status in DONE)
     assert finished and max(finished.values()) == 1
-    assert {e.engine for e in entries} == {"spark"}
+    assert {e.engine for e in entries} == {"connect"}
     reference_done = Ledger(warehouse / "_delta_contracts").entries([ref_contract])
     assert Counter(e.key[1:] for e in reference_done if e.status in DONE) == Counter(k[1:] for k in finished)

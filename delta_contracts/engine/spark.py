@@ -267,12 +267,16 @@ class SparkEngine(Engine):
         )
 
     def views(self) -> Mapping[TableId, str]:
+        # SHOW statements, not spark.catalog.listTables: that decodes its rows through an encoder which fails
+        # when the session interprets expressions instead of compiling them (EXPRESSION_DECODING_FAILED on
+        # Spark 4.2 with spark.sql.codegen.factoryMode=NO_CODEGEN).
         found: dict[TableId, str] = {}
-        for database in self.spark.catalog.listDatabases():
-            for table in self.spark.catalog.listTables(database.name):
-                if table.tableType != "VIEW" or table.isTemporary:
+        for schema_row in self.spark.sql(x.sql(_show("SCHEMAS"))).collect():
+            schema = str(schema_row[0])
+            for row in self.spark.sql(x.sql(_show("VIEWS IN", x.ident(schema)))).collect():
+                if row["isTemporary"]:
                     continue
-                view: TableId = (database.name, table.name)
+                view: TableId = (schema, str(row["viewName"]))
                 text = self.view_text(view)
                 if text:
                     found[view] = text
@@ -327,6 +331,15 @@ def exp_create_schema(schema: TableId) -> Any:
     from sqlglot import exp
 
     return exp.Create(this=x.table(schema), kind="SCHEMA", exists=True)
+
+
+def _show(what: str, name: Any = None) -> Any:
+    """SHOW SCHEMAS / SHOW VIEWS IN <schema>: sqlglot has no SHOW for Spark, so a command whose only variable
+    part is the name, quoted by sqlglot."""
+    from sqlglot import exp
+
+    text = what if name is None else f"{what} {x.sql(name)}"
+    return exp.Command(this="SHOW", expression=exp.Literal.string(text))
 
 
 def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:

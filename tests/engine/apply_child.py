@@ -28,7 +28,8 @@ import pyspark.sql.connect.session  # noqa: F401
 
 from delta_contracts.apply import apply
 from delta_contracts.engine.local import LocalEngine
-from tests.engine.apply_support import REPO, insert_rows
+from tests.engine.apply_support import insert_rows
+from tests.engine.recipe_run import create_schema
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -65,9 +66,7 @@ def fork_server() -> BaseContext:
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
     os.environ.setdefault("RUST_LOG", "error")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
+    context.set_forkserver_preload([__name__])  # the server is given pytest's sys.path, which holds the repo
     return context
 
 
@@ -113,5 +112,5 @@ def _engine(spec: dict[str, Any]) -> Engine:
     engine = connect_engine(spec["url"], warehouse / "_delta_contracts")
     # delta-spark does not create schemas for CREATE TABLE
     for step in [spec, *spec.get("before", ())]:
-        engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{step['contract'].split('.')[0]}`")
+        create_schema(engine, step["contract"].split(".")[0])
     return engine

@@ -42,7 +42,7 @@ chromium:
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium)
 
 test: lint typecheck jars chromium delta3
-	DELTA_CONTRACTS_DELTA3_VENV=$(DELTA3_VENV) $(BIN)/pytest -q --durations=40
+	DELTA_CONTRACTS_DELTA3_VENV=$(DELTA3_VENV) $(BIN)/pytest -q --durations=40 -n 2 --dist loadgroup --no-loadscope-reorder
 
 clean:
 	rm -rf $(VENV) $(DELTA3_VENV) warehouse .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -13,6 +13,37 @@ from typing import Any
 TableId = tuple[str, ...]  # (schema, table) or (catalog, schema, table), unquoted
 
 
+# What legacy protocol versions (no feature lists) imply, as the Delta protocol defines them (delta-spark's
+# Protocol.implicitlySupportedFeatures; DESCRIBE DETAIL lists them as the table's features).
+LEGACY_WRITER_FEATURES: Mapping[int, frozenset[str]] = {
+    2: frozenset({"appendOnly", "invariants"}),
+    3: frozenset({"appendOnly", "invariants", "checkConstraints"}),
+    4: frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"}),
+    5: frozenset(
+        {
+            "appendOnly",
+            "invariants",
+            "checkConstraints",
+            "changeDataFeed",
+            "generatedColumns",
+            "columnMapping",
+        }
+    ),
+    6: frozenset(
+        {
+            "appendOnly",
+            "invariants",
+            "checkConstraints",
+            "changeDataFeed",
+            "generatedColumns",
+            "columnMapping",
+            "identityColumns",
+        }
+    ),
+}
+LEGACY_READER_FEATURES: Mapping[int, frozenset[str]] = {2: frozenset({"columnMapping"})}
+
+
 @dataclass(frozen=True, slots=True)
 class LiveColumn:
     name: str

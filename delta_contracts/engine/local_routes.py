@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import singledispatch
 
-from delta_contracts.live import LiveTable
+from delta_contracts.live import LEGACY_WRITER_FEATURES, LiveTable
 from delta_contracts.plan.ops import (
     AddColumn,
     CreateTable,
@@ -42,29 +42,6 @@ from delta_contracts.plan.ops import (
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
 # Writer features delta-rs 1.6.6 commits metadata changes under (measured: comment, constraint, NOT NULL).
 DELTA_RS_WRITER_FEATURES = frozenset({"appendOnly", "invariants", "checkConstraints", "columnMapping"})
-# What legacy protocol versions (no feature lists) imply, as the Delta protocol defines them.
-_LEGACY_WRITER_FEATURES = {
-    2: {"appendOnly", "invariants"},
-    3: {"appendOnly", "invariants", "checkConstraints"},
-    4: {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"},
-    5: {
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-    },
-    6: {
-        "appendOnly",
-        "invariants",
-        "checkConstraints",
-        "changeDataFeed",
-        "generatedColumns",
-        "columnMapping",
-        "identityColumns",
-    },
-}
 _FEATURE_PROPERTIES = {
     "delta.enableTypeWidening": "typeWidening",
     "delta.enableChangeDataFeed": "changeDataFeed",
@@ -98,7 +75,8 @@ class TableFacts:
     def of(cls, live: LiveTable | None, *, sail_knows_schema: bool) -> TableFacts:
         if live is None:
             return cls()
-        features = set(live.writer_features) or _LEGACY_WRITER_FEATURES.get(live.min_writer_version, set())
+        legacy = LEGACY_WRITER_FEATURES.get(live.min_writer_version, frozenset())
+        features = set(live.writer_features) or legacy
         return cls(
             exists=True,
             writer_features=frozenset(features),

@@ -2,7 +2,8 @@
 
 Databricks notebooks, clusters, a local session built with `configure_spark_with_delta_pip`, or — for
 air-gapped sites — a local session whose Delta jars come from the folder named by DELTA_CONTRACTS_DELTA_JARS.
-Table state is read through SQL only (DESCRIBE DETAIL, DESCRIBE HISTORY, the table's schema): delta-spark's
+Table state is read through SQL only (DESCRIBE EXTENDED, SHOW TBLPROPERTIES, DESCRIBE HISTORY, the table's
+schema): delta-spark's
 Python DeltaTable API needs Delta's Connect server plugin over Spark Connect, SQL does not.
 """
 
@@ -18,6 +19,7 @@ from delta_contracts.contract.errors import first_line
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.schema_json import columns_from_schema
+from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
 from delta_contracts.plan import expressions as x
@@ -119,8 +121,8 @@ def error_condition(err: BaseException) -> str | None:
 
 
 class SparkEngine(Engine):
-    """Runs every op as the SQL the plan renders; reads tables through SQL only (DESCRIBE DETAIL/HISTORY and
-    the table's schema), so the same code serves a classic session and a Spark Connect one."""
+    """Runs every op as the SQL the plan renders; reads tables through SQL only (DESCRIBE EXTENDED/HISTORY,
+    SHOW TBLPROPERTIES and the table's schema), so one code serves a classic and a Spark Connect session."""
 
     name = "spark"
 
@@ -231,39 +233,44 @@ class SparkEngine(Engine):
         return self._version(table)
 
     def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
-        rows = self._describe_rows("DETAIL", table)
+        # Not DESCRIBE DETAIL, which replays the table's whole state after every commit (spark_describe).
+        rows = self._describe_rows("EXTENDED", table)
         if rows is None:
             return None
-        detail = rows[0]
-        if str(detail.get("format", "delta")).lower() != "delta":
-            raise EngineError(f"{'.'.join(table)} is a {detail.get('format')} table, not a Delta table")
-        # DESCRIBE DETAIL has no version; DESCRIBE HISTORY costs as much again, so only when asked.
+        info = TableInformation.of(rows)
+        if info.is_view:
+            return None
+        if info.provider.lower() != "delta":
+            kind = info.provider or "non-Delta"
+            raise EngineError(f"{'.'.join(table)} is a {kind} table, not a Delta table")
+        properties = TableProperties.of(self.sql(x.sql(_show("TBLPROPERTIES", x.table(table)))))
+        # No SQL statement gives the version but DESCRIBE HISTORY (a Spark job), so only when asked.
         version = self._version(table) if with_version else None
         if with_version and version is None:
             return None  # dropped between the two reads
-        configuration: dict[str, str] = dict(detail.get("properties") or {})
         checks = {
             k[len(CONSTRAINT_PREFIX) :]: v
-            for k, v in configuration.items()
+            for k, v in properties.configuration.items()
             if k.startswith(CONSTRAINT_PREFIX)
         }
-        # DESCRIBE DETAIL lists reader and writer features together; reader features exist from version 3.
-        features = tuple(detail.get("tableFeatures") or ())
-        min_reader = int(detail.get("minReaderVersion") or 1)
+        reader = properties.min_reader_version
         return LiveTable(
             name=".".join(table),
-            location=str(detail.get("location", "")),
+            location=info.location,
             columns=columns_from_schema(self.spark.table(x.sql(x.table(table))).schema.json()),
-            properties={k: v for k, v in configuration.items() if not k.startswith(CONSTRAINT_PREFIX)},
+            properties={
+                k: v for k, v in properties.configuration.items() if not k.startswith(CONSTRAINT_PREFIX)
+            },
             checks=checks,
-            partition_columns=tuple(detail.get("partitionColumns") or ()),
-            clustering_columns=tuple(detail.get("clusteringColumns") or ()),
-            min_reader_version=min_reader,
-            min_writer_version=int(detail.get("minWriterVersion") or 2),
-            reader_features=features if min_reader >= 3 else (),
-            writer_features=features,
+            partition_columns=info.partition_columns,
+            clustering_columns=properties.clustering_columns,
+            min_reader_version=reader,
+            min_writer_version=properties.min_writer_version,
+            # reader features exist from reader version 3; the list holds reader and writer features together
+            reader_features=properties.features if reader >= 3 else (),
+            writer_features=properties.features,
             version=version,
-            comment=detail.get("description"),
+            comment=info.comment,
         )
 
     def views(self) -> Mapping[TableId, str]:

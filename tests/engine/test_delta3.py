@@ -14,6 +14,8 @@ import json
 import os
 import re
 import subprocess
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,24 +39,66 @@ CASES = tuple(cases())
 _FOREIGN_ENV = ("SPARK_HOME", "SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "PYSPARK_PYTHON", "PYTHONHOME")
 
 
+EXIT_FILE, PROBLEM_FILE = "exit-code", "problem"
+
+
 @dataclass
 class Delta3Run:
     """The delta-3 subprocess, started when the run is collected so that its JVM works beside the rest of the
-    suite (two cores, two JVMs), and awaited by the tests below."""
+    suite (two cores, two JVMs), and awaited by the tests below. Under pytest-xdist the controller starts it
+    and `publish`es its outcome in `folder`, where the worker that runs these tests reads it."""
 
-    process: subprocess.Popen[bytes] | None
-    output: Path
-    errors: Path
+    folder: Path
+    process: subprocess.Popen[bytes] | None = None
     problem: str = ""  # why it could not start
 
+    @property
+    def output(self) -> Path:
+        return self.folder / "results.json"
 
-def launch() -> Delta3Run:
+    @property
+    def errors(self) -> Path:
+        return self.folder / "progress.log"
+
+    def publish(self) -> None:
+        """Write the problem now, or the exit code once the run ends (a thread of this process waits)."""
+        if self.problem or self.process is None:
+            _write(self.folder / PROBLEM_FILE, self.problem or "the delta-3 run was not started")
+            return
+        process = self.process
+        threading.Thread(
+            target=lambda: _write(self.folder / EXIT_FILE, str(process.wait())), daemon=True
+        ).start()
+
+    def exit_code(self, timeout: float) -> int:
+        if self.process is not None:
+            try:
+                return self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                raise
+        deadline = time.monotonic() + timeout
+        while not (self.folder / EXIT_FILE).exists():
+            if (self.folder / PROBLEM_FILE).exists():
+                pytest.fail((self.folder / PROBLEM_FILE).read_text(encoding="utf-8"))
+            if time.monotonic() > deadline:
+                pytest.fail(f"the delta-3 run did not end within {timeout:.0f} s ({self.folder})")
+            time.sleep(1)
+        return int((self.folder / EXIT_FILE).read_text(encoding="utf-8"))
+
+
+def _write(path: Path, text: str) -> None:
+    partial = path.with_suffix(".partial")
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(path)  # whole or absent for a reader in another process
+
+
+def launch(folder: Path | None = None) -> Delta3Run:
     import tempfile
 
     from delta_contracts.engine.jars import availability
 
-    folder = Path(tempfile.mkdtemp(prefix="dc-delta3-"))
-    run = Delta3Run(None, folder / "results.json", folder / "progress.log")
+    run = Delta3Run(folder or Path(tempfile.mkdtemp(prefix="dc-delta3-")))
     python = Path(os.environ.get(VENV_ENV) or REPO / ".venv-delta3") / "bin" / "python"
     if not python.exists():
         run.problem = f"{python} is missing: `make delta3` builds the delta-3 virtualenv"
@@ -67,7 +111,7 @@ def launch() -> Delta3Run:
     env["PYTHONPATH"] = str(REPO)
     with run.output.open("wb") as out, run.errors.open("wb") as err:
         run.process = subprocess.Popen(
-            [str(python), "-m", "tests.engine.delta3_run", str(folder / "warehouse"), *CASES],
+            [str(python), "-m", "tests.engine.delta3_run", str(run.folder / "warehouse"), *CASES],
             cwd=REPO,
             env=env,
             stdout=out,
@@ -76,17 +120,19 @@ def launch() -> Delta3Run:
     return run
 
 
+# Under pytest-xdist: the folder the controller's delta-3 run publishes in (tests/conftest.py).
+SHARED_FOLDER = "delta3_folder"
+
+
 @pytest.fixture(scope="module")
 def delta3_results(request: pytest.FixtureRequest) -> dict[str, dict[str, str]]:
-    run: Delta3Run = request.config.stash.get(DELTA3_RUN, None) or launch()
+    run = request.config.stash.get(DELTA3_RUN, None)
+    if run is None:
+        shared = getattr(request.config, "workerinput", {}).get(SHARED_FOLDER)
+        run = Delta3Run(Path(shared)) if shared else launch()
     if run.problem:
         pytest.fail(run.problem)
-    assert run.process is not None
-    try:
-        returncode = run.process.wait(timeout=3600)
-    except subprocess.TimeoutExpired:
-        run.process.kill()
-        raise
+    returncode = run.exit_code(timeout=3600)
     assert returncode == 0, run.errors.read_text(errors="replace")[-4000:]
     results: dict[str, dict[str, str]] = json.loads(run.output.read_text().strip().splitlines()[-1])
     return results

@@ -1,0 +1,41 @@
+"""How `make test` shares the suite between its two pytest-xdist workers (`-n 2 --dist loadgroup`).
+
+The tests on the suite's delta-spark session run in one group and those on its Spark Connect server in
+another, so that each JVM is started once per run, by the one worker that needs it; every other test goes to
+whichever worker is free, and the delta-3 tests, which await the delta-3 run (a JVM of its own, started at
+collection), come last. Without `--dist loadgroup` (a plain `pytest`) nothing changes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+JVM_GROUPS = {"spark_engine": "spark", "connect_url": "connect", "connect_engine": "connect"}
+DELTA3_TESTS = "tests/engine/test_delta3.py"
+# Parses with a classic session of its own (tests/spark_parser.py), which would otherwise be the process's
+# active session when a local engine starts delta-spark for an op, and it has no Delta extension.
+PARSER_TESTS = "tests/test_render_spark.py"
+
+
+def _group(item: pytest.Item) -> str | None:
+    if item.nodeid.startswith(DELTA3_TESTS):
+        return "delta3"
+    if item.nodeid.startswith(PARSER_TESTS):
+        return "spark"
+    fixtures = set(getattr(item, "fixturenames", ()))
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    named = {JVM_GROUPS[f] for f in fixtures if f in JVM_GROUPS}
+    named |= {str(v) for v in params.values() if str(v) in ("spark", "connect")}
+    return "spark" if "spark" in named else next(iter(named), None)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    order = {"spark": 0, "connect": 1, None: 2, "delta3": 3}
+    groups = {id(item): _group(item) for item in items}
+    for item in items:
+        if (group := groups[id(item)]) is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: order[groups[id(item)]])  # stable: each group keeps its tests' order

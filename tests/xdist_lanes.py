@@ -31,7 +31,8 @@ def _group(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("dist", "no") != "loadgroup":
+    # a worker sees `loadgroup` set and `dist` reset to "no" (xdist/remote.py); `--collect-only` sees `dist`
+    if not (getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup"):
         return
     order = {"spark": 0, "connect": 1, None: 2, "delta3": 3}
     groups = {id(item): _group(item) for item in items}

@@ -29,14 +29,20 @@ def _group(item: pytest.Item) -> str | None:
     return "spark" if "spark" in named else next(iter(named), None)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def _distributed(config: pytest.Config) -> bool:
+    # a worker sees `loadgroup` set and `dist` reset to "no" (xdist/remote.py)
+    return bool(getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """The group as a marker as soon as the test is collected: xdist's worker reads the markers in its own
+    pytest_collection_modifyitems, which may run before any other plugin's."""
+    if _distributed(item.config) and (group := _group(item)) is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # a worker sees `loadgroup` set and `dist` reset to "no" (xdist/remote.py); `--collect-only` sees `dist`
-    if not (getattr(config.option, "loadgroup", False) or config.getoption("dist", "no") == "loadgroup"):
+    if not _distributed(config):
         return
     order = {"spark": 0, "connect": 1, None: 2, "delta3": 3}
-    groups = {id(item): _group(item) for item in items}
-    for item in items:
-        if (group := groups[id(item)]) is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: order[groups[id(item)]])  # stable: each group keeps its tests' order
+    items.sort(key=lambda item: order[_group(item)])  # stable: each group keeps its tests' order

@@ -15,31 +15,16 @@ TableId = tuple[str, ...]  # (schema, table) or (catalog, schema, table), unquot
 
 # What legacy protocol versions (no feature lists) imply, as the Delta protocol defines them (delta-spark's
 # Protocol.implicitlySupportedFeatures; DESCRIBE DETAIL lists them as the table's features).
+_WRITER_2 = frozenset({"appendOnly", "invariants"})
+_WRITER_3 = _WRITER_2 | {"checkConstraints"}
+_WRITER_4 = _WRITER_3 | {"changeDataFeed", "generatedColumns"}
+_WRITER_5 = _WRITER_4 | {"columnMapping"}
 LEGACY_WRITER_FEATURES: Mapping[int, frozenset[str]] = {
-    2: frozenset({"appendOnly", "invariants"}),
-    3: frozenset({"appendOnly", "invariants", "checkConstraints"}),
-    4: frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"}),
-    5: frozenset(
-        {
-            "appendOnly",
-            "invariants",
-            "checkConstraints",
-            "changeDataFeed",
-            "generatedColumns",
-            "columnMapping",
-        }
-    ),
-    6: frozenset(
-        {
-            "appendOnly",
-            "invariants",
-            "checkConstraints",
-            "changeDataFeed",
-            "generatedColumns",
-            "columnMapping",
-            "identityColumns",
-        }
-    ),
+    2: _WRITER_2,
+    3: _WRITER_3,
+    4: _WRITER_4,
+    5: _WRITER_5,
+    6: _WRITER_5 | {"identityColumns"},
 }
 LEGACY_READER_FEATURES: Mapping[int, frozenset[str]] = {2: frozenset({"columnMapping"})}
 

@@ -3,8 +3,8 @@
 Databricks notebooks, clusters, a local session built with `configure_spark_with_delta_pip`, or — for
 air-gapped sites — a local session whose Delta jars come from the folder named by DELTA_CONTRACTS_DELTA_JARS.
 Table state is read through SQL only (DESCRIBE EXTENDED, SHOW TBLPROPERTIES, DESCRIBE HISTORY, the table's
-schema): delta-spark's
-Python DeltaTable API needs Delta's Connect server plugin over Spark Connect, SQL does not.
+schema): delta-spark's Python DeltaTable API needs Delta's Connect server plugin over Spark Connect, SQL does
+not.
 """
 
 from __future__ import annotations
@@ -212,7 +212,7 @@ class SparkEngine(Engine):
     def _describe_rows(
         self, kind: str, table: TableId, *columns: str, limit: int | None = None
     ) -> list[dict[str, Any]] | None:
-        """Rows of DESCRIBE DETAIL/HISTORY, or None when there is no Delta table by that name (a view is not
+        """Rows of DESCRIBE EXTENDED/HISTORY, or None when there is no Delta table by that name (a view is not
         one); every other error propagates as it is."""
         from pyspark.errors import AnalysisException
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,11 @@ sys.path.insert(0, str(REPO))  # lets tests import the helpers in tests/ (spark_
 
 EXAMPLES = REPO / "contracts"
 pytest_plugins = ["tests.xdist_lanes"]
+
+from tests.engine.session_conf import SUBMIT_ARGS  # noqa: E402 (needs the repo on sys.path)
+
+# Every JVM PySpark starts in the suite's processes and their children (tests/engine/session_conf.py).
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", SUBMIT_ARGS)
 
 
 @pytest.fixture

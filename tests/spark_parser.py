@@ -1,4 +1,9 @@
-"""Spark's own SQL parser, offline: a classic local SparkSession (JVM, no Delta jars) used only to parse.
+"""Spark's own SQL parser, offline: a classic local SparkSession with Delta Lake, used only to parse.
+
+A process has one classic session, and the local engine runs its delta-spark ops on the one already running
+(`engine/delta_spark_path.py`), so a parser session without Delta's extension made every later local drop in
+the same process fail ("has no Delta Lake extension"): `pytest tests --ignore=tests/engine` failed in
+test_user_journey. With Delta's parser too, a statement parses the same whichever session came first.
 
 `parsePlan` accepts exactly one statement (its grammar ends in EOF), so a statement that an injected `;`
 split in two fails here.
@@ -10,6 +15,7 @@ import os
 import shutil
 import tempfile
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import sqlglot
@@ -33,20 +39,11 @@ def spark_parser_available() -> tuple[bool, str]:
 
 @cache
 def classic_session() -> Any:
-    from pyspark.sql import SparkSession
+    from delta_contracts.engine.spark import local_delta_session
+    from tests.engine.session_conf import FAST_SMALL_QUERIES
 
-    warehouse = tempfile.mkdtemp(prefix="dc-spark-parser-")
-    session = (
-        SparkSession.builder.master("local[1]")
-        .appName("delta-contracts-parser")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.warehouse.dir", warehouse)
-        .config("spark.driver.memory", "512m")
-        .config("spark.sql.shuffle.partitions", "1")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    warehouse = Path(tempfile.mkdtemp(prefix="dc-spark-parser-"))
+    return local_delta_session("delta-contracts-parser", warehouse, extra=FAST_SMALL_QUERIES)
 
 
 def spark_parse(sql: str) -> str:

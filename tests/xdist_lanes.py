@@ -4,6 +4,10 @@ The tests on the suite's delta-spark session run in one group and those on its S
 another, so that each JVM is started once per run, by the one worker that needs it; every other test goes to
 whichever worker is free, and the delta-3 tests, which await the delta-3 run (a JVM of its own, started at
 collection), come last. Without `--dist loadgroup` (a plain `pytest`) nothing changes.
+
+The Spark lane is the longest, so it starts with the recipes executed on delta-spark, whose runs the
+differential tests (`local` against them, not in the Spark lane) await on the other worker near its end
+(tests/engine/test_recipes_executed.py).
 """
 
 from __future__ import annotations
@@ -12,6 +16,9 @@ import pytest
 
 JVM_GROUPS = {"spark_engine": "spark", "connect_url": "connect", "connect_engine": "connect"}
 DELTA3_TESTS = "tests/engine/test_delta3.py"
+EXECUTED = ("tests/engine/test_recipes_executed.py::test_recipe_executes_on_delta",
+            "tests/engine/test_recipes_executed.py::test_committed_history_executes_on_delta")  # fmt: skip
+DIFFERENTIAL = "tests/engine/test_recipes_executed.py::test_local_ends_where_spark_ends"
 # Parses with a classic session of its own (tests/spark_parser.py), which would otherwise be the process's
 # active session when a local engine starts delta-spark for an op, and it has no Delta extension.
 PARSER_TESTS = "tests/test_render_spark.py"
@@ -44,5 +51,13 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not _distributed(config):
         return
-    order = {"spark": 0, "connect": 1, None: 2, "delta3": 3}
-    items.sort(key=lambda item: order[_group(item)])  # stable: each group keeps its tests' order
+    order = {"spark": 0, "connect": 2, None: 3, "delta3": 5}
+
+    def place(item: pytest.Item) -> int:
+        if item.nodeid.startswith(EXECUTED):
+            return 0
+        if item.nodeid.startswith(DIFFERENTIAL):
+            return 4
+        return order[_group(item)] + (1 if _group(item) == "spark" else 0)
+
+    items.sort(key=place)  # stable: each group keeps its tests' order

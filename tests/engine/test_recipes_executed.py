@@ -13,17 +13,28 @@ delta-spark — columns, types, nullability, comments, defaults, CHECKs, propert
 partitioning, clustering, table comment and a checksum of the rows — read back from the Delta log with
 delta-rs, not through either engine; or `local` refuses them before changing anything, for a documented
 reason.
+
+Each case runs once on delta-spark, and both tests read that run. Under pytest-xdist (`make test`) the
+delta-spark run is made by the worker holding the suite's Spark session, which publishes it (`Published`);
+the differential test runs `local` on the other worker and reads it from there, so the Spark worker does not
+also run the embedded engine's half (tests/xdist_lanes.py).
 """
 
 from __future__ import annotations
 
+import json
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.plan.planner import PlanError
-from tests.engine.recipe_run import CaseRun, execute_case, execute_history
+from tests.engine.conftest import SKIP_SPARK
+from tests.engine.recipe_run import CaseRun, execute_case, execute_history, table_state
+from tests.engine.test_delta3 import SHARED_FOLDER
 from tests.recipes import RECIPES, pair
 
 pytestmark = pytest.mark.engine
@@ -31,27 +42,83 @@ pytestmark = pytest.mark.engine
 CASES = [(recipe, versioning) for recipe in RECIPES for versioning in ("in_place", "versioned")]
 
 
-_spark_runs: dict[tuple[str, str], CaseRun | BaseException] = {}
+_spark_runs: dict[str, CaseRun | BaseException] = {}
 
 
-def spark_run(engine: Engine, recipe: str, versioning: str) -> CaseRun:
-    """Each case runs once on delta-spark; the executed test and the differential test share the run."""
-    key = (recipe, versioning)
+@dataclass(frozen=True)
+class Published:
+    """A delta-spark run as the other xdist worker reads it: what the name serves, and where the table is
+    (its state is read from the Delta log by the reader)."""
+
+    served_types: dict[str, str]
+    served: str
+    location: str
+    schema: str
+
+    def state(self) -> dict[str, Any]:
+        return table_state(self.location, self.schema)
+
+
+def _shared(config: pytest.Config) -> Path | None:
+    """The folder the workers share under pytest-xdist (made by the controller, tests/conftest.py)."""
+    folder = getattr(config, "workerinput", {}).get(SHARED_FOLDER)
+    return Path(folder) / "spark-runs" if folder else None
+
+
+def spark_run(engine: Engine, key: str, run: Any, config: pytest.Config) -> CaseRun:
+    """Each case runs once on delta-spark; the executed test and the differential test share the run, and it
+    is published for the other worker, failure included."""
     if key not in _spark_runs:
         try:
-            _spark_runs[key] = execute_case(engine, recipe, versioning)
+            _spark_runs[key] = run(engine)
         except BaseException as err:  # kept so that the second test reports the same failure
             _spark_runs[key] = err
+        folder = _shared(config)
+        if folder is not None:
+            result = _spark_runs[key]
+            if isinstance(result, BaseException):
+                record: dict[str, Any] = {"error": f"{type(result).__name__}: {result}"}
+            else:
+                record = {"served_types": result.served_types, "served": result.served}
+                record |= {"location": result.location, "schema": result.schema}
+            folder.mkdir(parents=True, exist_ok=True)
+            written = folder / f".{key}.json"
+            written.write_text(json.dumps(record), encoding="utf-8")
+            written.replace(folder / f"{key}.json")  # whole, or not there yet
     result = _spark_runs[key]
     if isinstance(result, BaseException):
         raise result
     return result
 
 
+def spark_reference(request: pytest.FixtureRequest, key: str, run: Any) -> CaseRun | Published:
+    """The delta-spark run of `key`: made here, or under pytest-xdist awaited from the worker that holds the
+    suite's Spark session (it runs the executed tests first, tests/xdist_lanes.py)."""
+    folder = _shared(request.config)
+    if folder is None:
+        return spark_run(request.getfixturevalue("spark_engine"), key, run, request.config)
+    published = folder / f"{key}.json"
+    deadline = time.monotonic() + 3600
+    while not published.exists():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no delta-spark run of {key} was published in an hour: was its executed test run?")
+        time.sleep(1)
+    record = json.loads(published.read_text(encoding="utf-8"))
+    if "error" in record:
+        pytest.fail(f"the delta-spark run of {key} failed: {record['error']}")
+    return Published(**record)
+
+
+def _case(recipe: str, versioning: str) -> Any:
+    return lambda engine: execute_case(engine, recipe, versioning)
+
+
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)
-def test_recipe_executes_on_delta(spark_engine: Engine, recipe: str, versioning: str) -> None:
+def test_recipe_executes_on_delta(
+    spark_engine: Engine, recipe: str, versioning: str, request: pytest.FixtureRequest
+) -> None:
     try:
-        run = spark_run(spark_engine, recipe, versioning)
+        run = spark_run(spark_engine, f"{recipe}-{versioning}", _case(recipe, versioning), request.config)
     except PlanError as err:
         pytest.fail(f"{recipe}/{versioning} refused by the planner: {err}")
     _old, new = pair(recipe, versioning)
@@ -70,11 +137,14 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
 }
 
 
+JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
+
+
+@JVM
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)
 def test_local_ends_where_spark_ends(
-    local_engine: Engine, spark_engine: Engine, recipe: str, versioning: str
+    local_engine: Engine, recipe: str, versioning: str, request: pytest.FixtureRequest
 ) -> None:
-    reference = spark_run(spark_engine, recipe, versioning)
     refusal = LOCAL_REFUSALS.get((recipe, versioning))
     try:
         run = execute_case(local_engine, recipe, versioning)
@@ -84,6 +154,7 @@ def test_local_ends_where_spark_ends(
         assert "cannot run this migration" in str(err), "refused before anything ran"
         return
     assert refusal is None, f"local was expected to refuse ({refusal}) and ran"
+    reference = spark_reference(request, f"{recipe}-{versioning}", _case(recipe, versioning))
     assert run.served_types == reference.served_types
     assert run.served == reference.served
     assert run.state() == reference.state()
@@ -93,15 +164,10 @@ MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 # The committed tables whose history goes beyond their creation (creates are the `create` recipe's case);
 # their rows are written by hand in recipe_run.HISTORY_ROWS.
 HISTORIES = sorted(p.name for p in MIGRATIONS.iterdir() if len(list(p.glob("0*.json"))) > 1)
-_history_runs: dict[str, CaseRun] = {}
 
 
-def spark_history(engine: Engine, table: str) -> CaseRun:
-    if table not in _history_runs:
-        _history_runs[table] = execute_history(
-            engine, Path(__file__).resolve().parents[2] / "migrations" / table
-        )
-    return _history_runs[table]
+def _history(table: str) -> Any:
+    return lambda engine: execute_history(engine, MIGRATIONS / table)
 
 
 def test_every_committed_history_has_rows_to_execute_with() -> None:
@@ -109,18 +175,21 @@ def test_every_committed_history_has_rows_to_execute_with() -> None:
 
 
 @pytest.mark.parametrize("table", HISTORIES)
-def test_committed_history_executes_on_delta(spark_engine: Engine, table: str) -> None:
-    run = spark_history(spark_engine, table)
+def test_committed_history_executes_on_delta(
+    spark_engine: Engine, table: str, request: pytest.FixtureRequest
+) -> None:
+    run = spark_run(spark_engine, f"history-{table}", _history(table), request.config)
     assert run.served_types == run.wanted_types
     assert run.served == run.expected
 
 
+@JVM
 @pytest.mark.parametrize("table", HISTORIES)
 def test_local_ends_where_spark_ends_on_the_committed_history(
-    local_engine: Engine, spark_engine: Engine, table: str
+    local_engine: Engine, table: str, request: pytest.FixtureRequest
 ) -> None:
-    reference = spark_history(spark_engine, table)
     run = execute_history(local_engine, MIGRATIONS / table)
+    reference = spark_reference(request, f"history-{table}", _history(table))
     assert run.served_types == reference.served_types
     assert run.served == reference.served
     assert run.state() == reference.state()

@@ -19,8 +19,8 @@ DELTA3_TESTS = "tests/engine/test_delta3.py"
 EXECUTED = ("tests/engine/test_recipes_executed.py::test_recipe_executes_on_delta",
             "tests/engine/test_recipes_executed.py::test_committed_history_executes_on_delta")  # fmt: skip
 DIFFERENTIAL = "tests/engine/test_recipes_executed.py::test_local_ends_where_spark_ends"
-# Parses with a classic session of its own (tests/spark_parser.py), which would otherwise be the process's
-# active session when a local engine starts delta-spark for an op, and it has no Delta extension.
+# Parse with a classic Delta session (tests/spark_parser.py): in the Spark lane it is the suite's own, so the
+# worker runs one JVM instead of two.
 PARSER_TESTS = "tests/test_render_spark.py"
 
 
@@ -51,13 +51,13 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not _distributed(config):
         return
-    order = {"spark": 0, "connect": 2, None: 3, "delta3": 5}
+    order = {"spark": 1, "connect": 2, None: 3, "delta3": 5}
 
     def place(item: pytest.Item) -> int:
         if item.nodeid.startswith(EXECUTED):
-            return 0
+            return 0  # first in the Spark lane
         if item.nodeid.startswith(DIFFERENTIAL):
-            return 4
-        return order[_group(item)] + (1 if _group(item) == "spark" else 0)
+            return 4  # they await the executed tests' runs
+        return order[_group(item)]
 
     items.sort(key=place)  # stable: each group keeps its tests' order

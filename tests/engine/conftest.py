@@ -63,22 +63,22 @@ def connect_engine(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -
     engine.close()
 
 
-_JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
+JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
 
 
-@pytest.fixture(params=["local", pytest.param("spark", marks=_JVM)])
+@pytest.fixture(params=["local", pytest.param("spark", marks=JVM)])
 def engine(request: pytest.FixtureRequest) -> Engine:
     """The embedded engine and the reference. The conformance suite adds `connect` (`every_engine`); the
     features built on the engine interface run on these two so the suite fits its time budget."""
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
 
 
-@pytest.fixture(params=["local", pytest.param("spark", marks=_JVM), pytest.param("connect", marks=_JVM)])
+@pytest.fixture(params=["local", pytest.param("spark", marks=JVM), pytest.param("connect", marks=JVM)])
 def every_engine(request: pytest.FixtureRequest) -> Engine:
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
 
 
-@pytest.fixture(params=["local", pytest.param("spark", marks=_JVM)])
+@pytest.fixture(params=["local", pytest.param("spark", marks=JVM)])
 def local_or_spark(request: pytest.FixtureRequest) -> Engine:
     """The embedded engine and the reference, for tests whose Connect run would add nothing new."""
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]

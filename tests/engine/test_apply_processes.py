@@ -5,7 +5,6 @@ delta-spark); two runners racing for one table."""
 from __future__ import annotations
 
 import itertools
-import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from delta_contracts.engine.local import LocalEngine
 from delta_contracts.plan.migrations import load_history
 from tests.engine.apply_child import fork_server, forked_main
 from tests.engine.apply_support import ROWS, fingerprint, orders_migrations
+from tests.engine.conftest import JVM
 
 pytestmark = pytest.mark.engine
 _outputs = itertools.count()
@@ -122,11 +122,6 @@ def test_killed_at_every_boundary_converges_to_an_uninterrupted_run(tmp_path: Pa
     leases = Lease(warehouse / "_delta_contracts", contract)._snapshot().to_pyarrow_table().to_pylist()
     takeovers = [r for r in leases if r["table"] == contract and r["action"] == "takeover"]
     assert len(takeovers) == len(cuts) and all("process gone" in r["note"] for r in takeovers)
-
-
-JVM = pytest.mark.skipif(
-    os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1", reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user"
-)
 
 
 @pytest.mark.parametrize("engine", ["local", pytest.param("connect", marks=JVM)])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ import pytest
 
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.plan.planner import PlanError
-from tests.engine.conftest import SKIP_SPARK
+from tests.engine.conftest import JVM
 from tests.engine.recipe_run import CaseRun, execute_case, execute_history, table_state
 from tests.engine.test_delta3 import SHARED_FOLDER
 from tests.recipes import RECIPES, pair
@@ -65,7 +66,10 @@ def _shared(config: pytest.Config) -> Path | None:
     return Path(folder) / "spark-runs" if folder else None
 
 
-def spark_run(engine: Engine, key: str, run: Any, config: pytest.Config) -> CaseRun:
+Run = Callable[[Engine], CaseRun]
+
+
+def spark_run(engine: Engine, key: str, run: Run, config: pytest.Config) -> CaseRun:
     """Each case runs once on delta-spark; the executed test and the differential test share the run, and it
     is published for the other worker, failure included."""
     if key not in _spark_runs:
@@ -91,7 +95,7 @@ def spark_run(engine: Engine, key: str, run: Any, config: pytest.Config) -> Case
     return result
 
 
-def spark_reference(request: pytest.FixtureRequest, key: str, run: Any) -> CaseRun | Published:
+def spark_reference(request: pytest.FixtureRequest, key: str, run: Run) -> CaseRun | Published:
     """The delta-spark run of `key`: made here, or under pytest-xdist awaited from the worker that holds the
     suite's Spark session (it runs the executed tests first, tests/xdist_lanes.py)."""
     folder = _shared(request.config)
@@ -109,7 +113,7 @@ def spark_reference(request: pytest.FixtureRequest, key: str, run: Any) -> CaseR
     return Published(**record)
 
 
-def _case(recipe: str, versioning: str) -> Any:
+def _case(recipe: str, versioning: str) -> Run:
     return lambda engine: execute_case(engine, recipe, versioning)
 
 
@@ -135,9 +139,6 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
     ("set_property", "in_place"): "change data feed",
     ("set_property", "versioned"): "change data feed",
 }
-
-
-JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
 
 
 @JVM
@@ -166,7 +167,7 @@ MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 HISTORIES = sorted(p.name for p in MIGRATIONS.iterdir() if len(list(p.glob("0*.json"))) > 1)
 
 
-def _history(table: str) -> Any:
+def _history(table: str) -> Run:
     return lambda engine: execute_history(engine, MIGRATIONS / table)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from delta_contracts.apply import ledger as lg
 from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
-from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed
+from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, Op, Phase, table_name
@@ -369,7 +369,8 @@ class Runner:
         tag = _tag(contract, stored, index, op, forced)
         try:
             table = table_name(op.table)
-            if self.engine.postcondition_holds(op):
+            reads = Reads()  # the skip check and the pre-check read the table once (the lease is held)
+            if self.engine.postcondition_holds(op, reads):
                 status, path, version, detail = (
                     lg.Status.SKIPPED,
                     "skipped",
@@ -377,7 +378,7 @@ class Runner:
                     "postcondition already holds",
                 )
             else:
-                self.engine.check_precondition(op)
+                self.engine.check_precondition(op, reads)
                 table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
                 status = lg.Status.FORCED if forced else lg.Status.SUCCEEDED
         except (EngineError, PreconditionFailed) as err:

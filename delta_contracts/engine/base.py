@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum, auto
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,16 @@ class PreconditionFailed(EngineError):
             f"{op.summary()}: {count} row(s) of {'.'.join(condition.table)} violate it "
             f"(WHERE {condition.predicate}); fix them first. Sample:\n{shown}"
         )
+
+
+@dataclass(slots=True)
+class Reads:
+    """What the engine has read of the tables and views while it decides about one op (is it done, may it
+    run): the parts of its conditions on one table share one DESCRIBE. Valid only while nothing writes, so
+    never kept across the op's run."""
+
+    tables: dict[TableId, LiveTable | None] = field(default_factory=dict)
+    views: dict[TableId, str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,47 +149,42 @@ class Engine(ABC):
         query = exp.select(exp.Star()).from_(x.table(table)).where(x.parse(predicate)).limit(limit)
         return self.sql(x.sql(query))
 
-    def holds(self, condition: Condition) -> bool:
-        return self._holds(condition, {}, {})
+    def holds(self, condition: Condition, reads: Reads | None = None) -> bool:
+        """`reads`: what this decision has read so far, to be shared with the next condition checked before
+        anything writes (a fresh one when None)."""
+        return self._holds(condition, Reads() if reads is None else reads)
 
-    def _holds(
-        self,
-        condition: Condition,
-        tables: dict[TableId, LiveTable | None],
-        views: dict[TableId, str | None],
-    ) -> bool:
-        """`tables` and `views`: what this evaluation has read so far, so that the parts of a compound
-        condition on one table share one DESCRIBE."""
+    def _holds(self, condition: Condition, reads: Reads) -> bool:
         if isinstance(condition, NoRowsWhere):
-            if self._described(condition.table, tables) is None:
+            if self._described(condition.table, reads) is None:
                 return False
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, AllOf):
-            return all(self._holds(c, tables, views) for c in condition.conditions)
+            return all(self._holds(c, reads) for c in condition.conditions)
         if isinstance(condition, AnyOf):
-            return any(self._holds(c, tables, views) for c in condition.conditions)
-        live = {t: found for t in _tables_of(condition) if (found := self._described(t, tables)) is not None}
-        texts = {v: text for v in _views_of(condition) if (text := self._view_text(v, views)) is not None}
+            return any(self._holds(c, reads) for c in condition.conditions)
+        live = {t: found for t in _tables_of(condition) if (found := self._described(t, reads)) is not None}
+        texts = {v: text for v in _views_of(condition) if (text := self._view_text(v, reads)) is not None}
         if not holds(condition, live, texts):
             return False
         return not isinstance(condition, ViewDefined) or self.view_types_current(condition.view)
 
-    def _described(self, table: TableId, seen: dict[TableId, LiveTable | None]) -> LiveTable | None:
-        if table not in seen:
-            seen[table] = self.describe(table, with_version=False)
-        return seen[table]
+    def _described(self, table: TableId, reads: Reads) -> LiveTable | None:
+        if table not in reads.tables:
+            reads.tables[table] = self.describe(table, with_version=False)
+        return reads.tables[table]
 
-    def _view_text(self, view: TableId, seen: dict[TableId, str | None]) -> str | None:
-        if view not in seen:
-            seen[view] = self.view_text(view)
-        return seen[view]
+    def _view_text(self, view: TableId, reads: Reads) -> str | None:
+        if view not in reads.views:
+            reads.views[view] = self.view_text(view)
+        return reads.views[view]
 
     def view_types_current(self, view: TableId) -> bool:
         """Whether a view whose text is the wanted one also reads its columns in today's types (engines that
         bind a view's types at creation say; the default binds nothing)."""
         return True
 
-    def check_precondition(self, op: Op) -> None:
+    def check_precondition(self, op: Op, reads: Reads | None = None) -> None:
         condition = op.precondition()
         if condition is None:
             return
@@ -191,7 +196,7 @@ class Engine(ABC):
                     raise PreconditionFailed(
                         op, check, count, self.sample_where(check.table, check.predicate)
                     )
-            elif not self.holds(check):
+            elif not self.holds(check, reads):
                 raise EngineError(f"{op.summary()}: precondition {check} does not hold")
 
     def table_version(self, table: TableId) -> int | None:
@@ -199,17 +204,18 @@ class Engine(ABC):
         live = self.describe(table)
         return None if live is None else live.version
 
-    def postcondition_holds(self, op: Op) -> bool:
+    def postcondition_holds(self, op: Op, reads: Reads | None = None) -> bool:
         post = op.postcondition()
-        return post is not None and self.holds(post)
+        return post is not None and self.holds(post, reads)
 
     def apply_op(self, op: Op, *, tag: str | None = None) -> OpOutcome:
         """State-based and idempotent: skip an op whose postcondition holds, check, run, verify.
 
         Recording what ran is the caller's (`delta_contracts.apply` writes the ledger)."""
-        if self.postcondition_holds(op):
+        reads = Reads()  # the skip check and the pre-check read the table once
+        if self.postcondition_holds(op, reads):
             return OpOutcome(op.kind, ".".join(op.table), None, "skipped", "postcondition already holds")
-        self.check_precondition(op)
+        self.check_precondition(op, reads)
         return self.run_verified(op, tag=tag)
 
     def run_verified(

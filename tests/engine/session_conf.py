@@ -13,24 +13,37 @@ The test tables hold a handful of rows: compiling code for them costs more than 
   creates hundreds of tables, and each cached DeltaLog kept its snapshot's state plans alive (a class
   histogram of the session's JVM after 27 minutes: 673 MB live of a 1 GB heap, mostly Catalyst trees; its G1
   marking thread had used 196 s of CPU).
-- The JVM compiles with C1 only and collects with the parallel collector (`TEST_JVM_OPTIONS`). The suite is
-  CPU-bound on two cores with three or four JVMs at once, and C2 spends most of its work on code that runs a
-  few times: five recipe cases twice in a fresh session (JVM and Python CPU, same machine, one after the
-  other): default flags 343 CPU-s (231 s), C1 only 272 CPU-s (241 s), C1 and the parallel collector 238 CPU-s
-  (214 s). C1 needs a larger code cache than its 48 MB default, which filled ("CodeCache is full. Compiler has
-  been disabled") and made the run slower than the default.
+- The parallel collector, and C1 only in the JVMs that live seconds (`CHILD_JVM_OPTIONS`: the crash and
+  race tests' children). The suite is CPU-bound on two cores with three or four JVMs at once: five recipe
+  cases twice in a fresh session (JVM and Python CPU, same machine, one after the other): default flags 343
+  CPU-s (231 s), C1 only 272 CPU-s (241 s), C1 and the parallel collector 238 CPU-s (214 s). C1 needs a
+  larger code cache than its 48 MB default, which filled ("CodeCache is full. Compiler has been disabled").
+  The JVMs that live through the run (`SESSION_JVM_OPTIONS`: the suite's session, the Connect server, the
+  delta-3 run) keep C2, which pays off over minutes: sixteen recipe cases in a fresh session with the
+  parallel collector, C1 only 235.4 s and 256.4 JVM CPU-s, C1 and C2 182.0 s and 250.4 CPU-s.
+- PySpark starts its JVM with PYSPARK_SUBMIT_ARGS when it is set, and spark-submit's `--driver-java-options`
+  there wins over the session's `spark.driver.extraJavaOptions` (measured: a session given both ran with the
+  former), so the suite sets the variable for its processes (tests/conftest.py) and the children reset it.
 None of these changes what a statement does.
 Tried and dropped (the suite got slower, 41:25 -> 44:12, the spark tests 20-35 % each): one shuffle and one
 snapshot partition, a larger generated-code cache and the serial collector.
 """
 
-TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC"
-# For the JVMs the package starts itself (the local engine's delta-spark, in the suite's processes and their
-# children), which take no configuration from the tests: PySpark passes these to spark-submit.
-SUBMIT_ARGS = f"--driver-java-options '{TEST_JVM_OPTIONS}' pyspark-shell"
+SESSION_JVM_OPTIONS = "-XX:+UseParallelGC"
+CHILD_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC"
+
+
+def submit_args(jvm_options: str) -> str:
+    """PYSPARK_SUBMIT_ARGS for the JVMs the package starts itself (the local engine's delta-spark), which take
+    no configuration from the tests."""
+    return f"--driver-java-options '{jvm_options}' pyspark-shell"
+
+
+SUBMIT_ARGS = submit_args(SESSION_JVM_OPTIONS)
+CHILD_SUBMIT_ARGS = submit_args(CHILD_JVM_OPTIONS)
 
 FAST_SMALL_QUERIES = {
-    "spark.driver.extraJavaOptions": TEST_JVM_OPTIONS,
+    "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS,
     "spark.sql.codegen.wholeStage": "false",
     "spark.sql.adaptive.enabled": "false",
     "spark.sql.codegen.factoryMode": "NO_CODEGEN",

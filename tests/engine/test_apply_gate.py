@@ -1,5 +1,6 @@
-"""The sunset gate of `apply` over a readers log collected from a query history: a reader of the dropped
-column in the lookback keeps the drop held and is named; a clean, fresh log and a passed window let it run."""
+"""The sunset gate of `apply` over a readers log collected from a query history: a stale log or a reader of
+the dropped column in the lookback keeps the drop held and is named; a clean, fresh log and a passed window
+let it run."""
 
 from __future__ import annotations
 
@@ -61,9 +62,12 @@ def _collect(engine: Engine, contract: str, export: Path, now: datetime) -> None
     collect(spark, frame, "history", watched, engine.state_dir, now=now)
 
 
-def test_a_logged_reader_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
+def test_a_stale_or_read_log_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     own_engine: Engine, tmp_path: Path
 ) -> None:
+    """One table through three readers logs, the deprecation window passed: a clean log last collected 13 days
+    ago (stale: it says nothing of the days since; `readers_freshness` decides), a fresh log with a reader of
+    the dropped column, then a fresh log without one, which lets the drops run."""
     engine = own_engine
     root, contract = with_schema(engine, tmp_path)
     schema = contract.split(".")[0]
@@ -78,12 +82,31 @@ def test_a_logged_reader_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     assert marked is not None
     now = marked + timedelta(days=31)  # the P30D deprecation window has passed
 
+    # A clean log collected up to 13 days before `now` (inside the 14-day lookback).
+    old = _dashboard(schema, [now - timedelta(days=d) for d in range(40, 12, -1)])
+    _collect(engine, contract, _export(tmp_path / "old.jsonl", old), now - timedelta(days=13))
+    stale = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: now)
+    (waiting,) = stale.waiting
+    (reason,) = waiting.reasons
+    assert reason.startswith("stale readers log: source history was collected up to ")
+    assert "(telemetry.freshness)" in reason
+    lenient = apply(
+        engine,
+        root,
+        tables=[contract],
+        to_version="2.0.0",
+        clock=lambda: now,
+        readers_freshness=timedelta(days=14),
+        dry_run=True,
+    )
+    assert lenient.exit_code == 0 and not lenient.waiting
+    would = {r.index: r.status for r in lenient.reports if r.migration_id == stored.migration_id}
+    assert would[12] is OpStatus.PLANNED and would[13] is OpStatus.PLANNED
+
     # 20 days of history up to an hour ago: a dashboard reads the table daily, finance-recon read the
     # deprecated column three days ago (inside the 14-day lookback).
     days = [now - timedelta(days=d, hours=1) for d in range(20, -1, -1)]
-    history = [
-        ("dashboard", f"SELECT status, count(*) FROM {schema}.orders GROUP BY status", at) for at in days
-    ]
+    history = _dashboard(schema, days)
     history.append(("finance-recon", f"SELECT order_id, coupon_code FROM {schema}.orders", days[-4]))
     _collect(engine, contract, _export(tmp_path / "day0.jsonl", history), now)
 
@@ -100,10 +123,7 @@ def test_a_logged_reader_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     # 15 days on, the daily collection went on and finance-recon stopped: nobody read coupon_code since
     # the new window's start, the log is fresh, and the drops run, not forced.
     later = now + timedelta(days=15)
-    days = [later - timedelta(days=d, hours=1) for d in range(15, -1, -1)]
-    clean = [
-        ("dashboard", f"SELECT status, count(*) FROM {schema}.orders GROUP BY status", at) for at in days
-    ]
+    clean = _dashboard(schema, [later - timedelta(days=d, hours=1) for d in range(15, -1, -1)])
     _collect(engine, contract, _export(tmp_path / "day15.jsonl", clean), later)
     opened = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: later)
     assert opened.exit_code == 0 and not opened.waiting
@@ -113,37 +133,3 @@ def test_a_logged_reader_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     assert live is not None and live.column("coupon_code") is None and live.column("amount") is None
     last = Ledger(engine.state_dir).entries([contract])[-1]
     assert last.status == Status.SUCCEEDED and last.reason == ""
-
-
-def test_a_stale_log_keeps_the_drop_held(own_engine: Engine, tmp_path: Path) -> None:
-    """A clean log last collected 13 days before `now` (inside the 14-day lookback) says nothing about the
-    13 days since: the drop waits, saying so; `readers_freshness` is the setting that decides."""
-    engine = own_engine
-    root, contract = with_schema(engine, tmp_path)
-    schema = contract.split(".")[0]
-    assert apply(engine, root, tables=[contract], to_version="1.0.0").exit_code == 0
-    assert apply(engine, root, tables=[contract], to_version="2.0.0").exit_code == 0
-    stored = load_history(root / contract)[2]
-    entries = Ledger(engine.state_dir).entries([contract])
-    marked = marked_at(entries, (contract, stored.migration_id, 7))  # when the mark op finished
-    assert marked is not None
-    now = marked + timedelta(days=31)
-    days = [now - timedelta(days=d) for d in range(40, 12, -1)]
-    clean = _dashboard(schema, days)
-    _collect(engine, contract, _export(tmp_path / "old.jsonl", clean), now - timedelta(days=13))
-    held = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: now)
-    (waiting,) = held.waiting
-    (reason,) = waiting.reasons
-    assert reason.startswith("stale readers log: source history was collected up to ")
-    assert "(telemetry.freshness)" in reason
-    lenient = apply(
-        engine,
-        root,
-        tables=[contract],
-        to_version="2.0.0",
-        clock=lambda: now,
-        readers_freshness=timedelta(days=14),
-    )
-    assert lenient.exit_code == 0 and not lenient.waiting
-    live = engine.describe((schema, "orders"))
-    assert live is not None and live.column("coupon_code") is None

@@ -28,48 +28,28 @@ def _statuses(result: object) -> dict[tuple[str, int], str]:
 
 
 def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_path: Path) -> None:
+    """The committed history in two steps, each drop held by its gate until forced: 0003's drops are forced
+    with a reason their commits carry, then 0004 runs up to its own held drop, forced in turn."""
     root, contract = with_schema(engine, tmp_path)
     schema = contract.split(".")[0]
     first = apply(engine, root, tables=[contract], to_version="1.0.0")
     assert first.exit_code == 0 and all(r.status is OpStatus.SUCCEEDED for r in first.reports)
     insert_rows(engine, schema)
-    result = apply(engine, root, tables=[contract], batch_rows=2)
+    result = apply(engine, root, tables=[contract], to_version="2.0.0", batch_rows=2)
     assert result.exit_code == 0, result.failure
     held = result.waiting
     assert [(r.migration_id[:4], r.index) for r in held] == [("0003", 12)]
     assert any("no telemetry" in why for why in held[0].reasons), held[0].reasons
     assert any("deprecation window P30D" in why for why in held[0].reasons)
-    statuses = _statuses(result)
-    assert statuses[("0004", 12)] == "waiting" and statuses[("0004", 11)] == "succeeded"
+    assert _statuses(result)[("0003", 13)] == "waiting"  # behind the held drop
     backfill = next(r for r in result.reports if r.migration_id.startswith("0003") and r.index == 3)
     assert backfill.detail.startswith("3 batch(es)")  # three partitions of two rows, two rows a batch
-    again = apply(engine, root, tables=[contract])
-    assert {r.status for r in again.reports} <= {OpStatus.DONE, OpStatus.HELD, OpStatus.WAITING}
-
-    forced = apply(engine, root, tables=[contract], force_reason="ticket DATA-42: readers moved")
-    assert forced.exit_code == 0 and not forced.waiting
-    assert _statuses(forced)[("0004", 12)] == "forced"
-    rows = Ledger(engine.state_dir).entries([contract])
-    drop = [e for e in rows if e.migration_id.startswith("0004") and e.op_index == 12]
-    assert drop[-1].status == Status.FORCED and drop[-1].reason == "ticket DATA-42: readers moved"
-    state = fingerprint(engine, schema)
-    assert state["old"] and [r for r in state["rows"]] and len(state["rows"]) == 6
-    assert state["views"] == ["orders", "orders__v2"]
-    assert pending_migrations(load_history(root / contract), rows, contract) == []
-
-
-def test_forced_drop_commit_carries_the_reason(engine: Engine, tmp_path: Path) -> None:
-    root, contract = with_schema(engine, tmp_path)
-    schema = contract.split(".")[0]
-    apply(engine, root, tables=[contract], to_version="1.0.0")
-    insert_rows(engine, schema)
-    held = apply(engine, root, tables=[contract], to_version="2.0.0")
-    assert [r.index for r in held.waiting] == [12]
     pending = pending_migrations(load_history(root / contract), Ledger(engine.state_dir).entries(), contract)
     assert [(p.migration_id[:4], p.phases) for p in pending] == [
         ("0003", ("contract",)),
         ("0004", ("expand", "populate", "cutover", "contract")),
     ]
+
     forced = apply(engine, root, tables=[contract], to_version="2.0.0", force_reason="approved by owner")
     assert _statuses(forced)[("0003", 12)] == "forced"
     live = engine.describe((schema, "orders"))
@@ -84,8 +64,26 @@ def test_forced_drop_commit_carries_the_reason(engine: Engine, tmp_path: Path) -
         ("0003", 13, "approved by owner"),
     ]
     last = engine.history((schema, "orders"))[-1]
-    entries = Ledger(engine.state_dir).entries([contract])
-    assert claimed(entries, f"{schema}.orders", last.version)
+    assert claimed(Ledger(engine.state_dir).entries([contract]), f"{schema}.orders", last.version)
+
+    rest = apply(engine, root, tables=[contract], batch_rows=2)
+    assert rest.exit_code == 0, rest.failure
+    assert [(r.migration_id[:4], r.index) for r in rest.waiting] == [("0004", 12)]
+    statuses = _statuses(rest)
+    assert statuses[("0004", 12)] == "held" and statuses[("0004", 11)] == "succeeded"
+    again = apply(engine, root, tables=[contract])
+    assert {r.status for r in again.reports} <= {OpStatus.DONE, OpStatus.HELD, OpStatus.WAITING}
+
+    forced = apply(engine, root, tables=[contract], force_reason="ticket DATA-42: readers moved")
+    assert forced.exit_code == 0 and not forced.waiting
+    assert _statuses(forced)[("0004", 12)] == "forced"
+    rows = Ledger(engine.state_dir).entries([contract])
+    drop = [e for e in rows if e.migration_id.startswith("0004") and e.op_index == 12]
+    assert drop[-1].status == Status.FORCED and drop[-1].reason == "ticket DATA-42: readers moved"
+    state = fingerprint(engine, schema)
+    assert state["old"] and [r for r in state["rows"]] and len(state["rows"]) == 6
+    assert state["views"] == ["orders", "orders__v2"]
+    assert pending_migrations(load_history(root / contract), rows, contract) == []
 
 
 def test_failing_tightening_op_reports_counts_and_leaves_the_table(engine: Engine, tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ def run_case(engine: Any, case: str) -> str:
     from tests.recipes import pair
 
     recipe, versioning = case.split("/")
-    run = execute_case(engine, recipe, versioning, Target.DELTA_3)
+    run = execute_case(engine, recipe, versioning, Target.DELTA_3, clone_old=True)
     new = renamed(pair(recipe, versioning)[1], run.schema)
     if sorted(run.served_columns) != sorted(c.name for c in new.columns):
         wanted = [c.name for c in new.columns]

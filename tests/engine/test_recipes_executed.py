@@ -114,7 +114,7 @@ def spark_reference(request: pytest.FixtureRequest, key: str, run: Run) -> CaseR
 
 
 def _case(recipe: str, versioning: str) -> Run:
-    return lambda engine: execute_case(engine, recipe, versioning)
+    return lambda engine: execute_case(engine, recipe, versioning, clone_old=True)
 
 
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)

@@ -6,6 +6,9 @@ between populate and cutover, as producers do): every statement accepted, every 
 op (`apply_op` stops on a violation), every postcondition true after its op, re-applying the finished
 migration skips every op, and the rows read through the contract's name are compared with the rows the
 contracts say it must serve — computed here from the contracts, not by the planner.
+
+On delta-spark the old table starts as a clone of a template made by the same create migration
+(`clone_old_table`), whose ops then find their postconditions true; `local` runs the create migration whole.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.engine import deltalog
-from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed
+from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
+from delta_contracts.live import LiveTable
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -103,6 +104,31 @@ def test_ops_are_skipped_once_their_postcondition_holds(engine: Engine) -> None:
     op = AddColumn(table=table, phase=E, column=ColumnSpec("extra", "string"))
     assert engine.apply_op(op).path != "skipped"
     assert engine.apply_op(op).path == "skipped"
+
+
+def test_an_op_is_decided_on_one_describe_of_each_table(
+    local_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The skip check and the pre-check share what they read (`Reads`): deciding on a copy describes its
+    source and its target once each, though both checks name the source."""
+    source = fresh_table(local_engine)
+    target = (source[0], "t__v2")
+    local_engine.apply_op(CreateTable(table=target, phase=E, columns=(ColumnSpec("id", "bigint", False),)))
+    copy = CopyRows(
+        table=target, phase=Phase.POPULATE, source=source, mapping=(("id", "`id`"),), rejects="`id` IS NULL"
+    )
+    described: list[tuple[str, ...]] = []
+    real = local_engine.describe
+
+    def counting(table: tuple[str, ...], *, with_version: bool = True) -> LiveTable | None:
+        described.append(tuple(table))
+        return real(table, with_version=with_version)
+
+    monkeypatch.setattr(local_engine, "describe", counting)
+    reads = Reads()
+    assert not local_engine.postcondition_holds(copy, reads)  # its source still stands
+    local_engine.check_precondition(copy, reads)
+    assert sorted(described) == sorted([source, target])
 
 
 def test_defaults(engine: Engine) -> None:

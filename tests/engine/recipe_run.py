@@ -260,8 +260,8 @@ def execute_case(
     whole create migration on an empty table for each case; its ops are applied all the same."""
     schema = f"recipe{next(_schemas)}"
     create_schema(engine, schema)
-    base, _ = pair(recipe, versioning)
-    old, new = (renamed(c, schema) for c in pair(recipe, versioning))
+    base, wanted = pair(recipe, versioning)
+    old, new = renamed(base, schema), renamed(wanted, schema)
     created, state = plan(None, old, target)
     engine.check_supported(created.ops)
     if clone_old:

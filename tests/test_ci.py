@@ -177,6 +177,25 @@ def test_diff_annotates_the_changed_lines(repo: Path) -> None:
     assert "1 failing" in done.stdout.splitlines()[-1]
 
 
+def test_two_refused_changes_of_one_code_each_get_their_own_message(repo: Path) -> None:
+    path = repo / CONTRACT
+    text = path.read_text().replace("version: 2.4.0", "version: 2.5.0")
+    text = text.replace("checks: {enum: [INR, USD, EUR],", "checks: {enum: [INR, USD],")
+    text = text.replace("checks: {enum: [card, upi, netbanking]}", "checks: {enum: [card, upi]}")
+    path.write_text(text, encoding="utf-8")
+    done = _cli(repo, "diff", "--base", "main", "--format", "github")
+    assert done.returncode == 1
+    refused = [a for a in done.stdout.splitlines() if a.startswith("::error") and "title=DC-" in a]
+    assert len(refused) == 2
+    currency_line = _line_of(repo, CONTRACT, "checks: {enum: [INR, USD],")
+    method_line = _line_of(repo, CONTRACT, "checks: {enum: [card, upi]}")
+    by_line = {int(re.search(r",line=(\d+),", a).group(1)): a for a in refused}  # type: ignore[union-attr]
+    assert by_line.keys() == {currency_line, method_line}
+    # each annotation's message names the value removed on its own line, not the other one's
+    assert "EUR" in by_line[currency_line] and "netbanking" not in by_line[currency_line]
+    assert "netbanking" in by_line[method_line] and "EUR" not in by_line[method_line]
+
+
 def test_diff_notices_accepted_changes(repo: Path) -> None:
     path = repo / CONTRACT
     text = path.read_text().replace("version: 2.4.0", "version: 2.4.1")

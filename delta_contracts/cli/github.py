@@ -75,13 +75,16 @@ def diff_annotations(
                 f"the changes require {required}"
             )
             out.append(annotation("error", message, new.locate("version"), "version bump"))
-        refused = {v.split(" ", 1)[0]: v for v in verdict.violations}
+        # Two refused changes may share a code: each violation goes to the change it was written for.
+        unclaimed = list(verdict.violations)
         for change in verdict.changes:
             parts = ("columns",) if change.code in _OLD_SIDE else field_parts(change.field)
             where = new.locate(*parts, key=change.code in _OLD_SIDE)
             title = f"{change.code} {change.change_class.value}: {change.title}"
-            if change.code in refused:
-                out.append(annotation("error", refused[change.code], where, title))
+            claimed = next((v for v in unclaimed if v.startswith(f"{change.code} {change.message}:")), None)
+            if claimed is not None:
+                unclaimed.remove(claimed)
+                out.append(annotation("error", claimed, where, title))
             else:
                 out.append(annotation("notice", change.message, where, title))
     return out

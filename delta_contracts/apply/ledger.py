@@ -176,11 +176,21 @@ def batch_marks(entries: Sequence[LedgerEntry], key: tuple[str, str, int]) -> li
 
 
 def recorded_checksum(entries: Sequence[LedgerEntry], contract: str, migration_id: str) -> str | None:
-    """The checksum the migration had when it (or part of it) last reached the table, or its rehash."""
+    """The checksum the migration had when it (or part of it) last reached the table, or its rehash.
+
+    An attempt that failed without a commit (a pre-check refused it: the table's version did not move) proves
+    nothing reached the table, so its `started` row does not pin the file: a migration that never ran may be
+    re-planned freely."""
+    untouched = {
+        (e.run_id, e.key) for e in entries if e.status == Status.FAILED and e.version == e.version_before
+    }
     found = None
     for entry in entries:
-        if (entry.contract, entry.migration_id) == (contract, migration_id) and entry.status in APPLIED:
-            found = entry.checksum or found
+        if (entry.contract, entry.migration_id) != (contract, migration_id) or entry.status not in APPLIED:
+            continue
+        if entry.status == Status.STARTED and (entry.run_id, entry.key) in untouched:
+            continue
+        found = entry.checksum or found
     return found
 
 

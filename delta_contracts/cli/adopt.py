@@ -75,7 +75,7 @@ def init_command(
     if team is None:
         print("error: give --owner TEAM (contracts.yml has no defaults.owner)", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
-    root = migrations or (project.root / project.project.migrations)
+    root = migrations or project.migrations_root
     failed = False
     with open_engine(ContractSet([], project), engine, url, warehouse, read_only=True) as live:
         names = [from_table] if from_table else _tables_of(live, str(all_in))

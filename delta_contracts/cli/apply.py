@@ -42,7 +42,9 @@ _MARKS = {
 
 
 def _migrations_root(contracts: ContractSet) -> Path:
-    return contracts.project.root / contracts.project.project.migrations
+    from delta_contracts.cli.common import migrations_root
+
+    return migrations_root(contracts)
 
 
 @contextmanager
@@ -82,10 +84,32 @@ def _ledger(
 def _line(report: OpReport) -> str:
     where = f" — {report.path}" if report.path else ""
     version = f" → v{report.version}" if report.version is not None else ""
+    status = report.status.value
+    if report.reasons and report.status.value == "waiting":
+        status += ": " + "; ".join(report.reasons)
     return (
         f"{_MARKS.get(report.status.value, ' ')} {report.table} {report.migration_id} [{report.phase}] "
-        f"op {report.index}: {report.summary} ({report.status.value}{where}{version})"
+        f"op {report.index}: {report.summary} ({status}{where}{version})"
     )
+
+
+def _phases_not_run_first(result: ApplyResult, phase: str) -> list[str]:
+    """With `--phase P`, the migrations where nothing of P could run because an earlier phase is pending."""
+    from delta_contracts.plan.ops import PHASES
+
+    order = [p.value for p in PHASES]
+    if phase == "all" or any(r.status.value in {"succeeded", "forced", "skipped"} for r in result.reports):
+        return []
+    blocked: dict[tuple[str, str], str] = {}
+    for report in result.reports:
+        earlier = order.index(report.phase) < order.index(phase)
+        if report.status.value == "waiting" and earlier:
+            blocked.setdefault((report.table, report.migration_id), report.phase)
+    return [
+        f"{table} {migration}: its {first} phase has not run; run `apply --phase {first}` first "
+        "(or `apply` without --phase to run every phase in order)"
+        for (table, migration), first in blocked.items()
+    ]
 
 
 def apply_command(
@@ -149,7 +173,8 @@ def apply_command(
             )
             raise typer.Exit(EXIT_INPUT)
         ids = list(table)
-    console = Console(stderr=True, highlight=False)
+    # Piped (CI logs): no hard wraps at 80 columns; a terminal wraps as it always does.
+    console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
     status = console.status("starting")
 
     def progress(report: OpReport) -> None:
@@ -175,6 +200,12 @@ def apply_command(
             on_event=progress,
         )
     _print_result(result, fmt, dry_run)
+    out_of_order = [] if dry_run else _phases_not_run_first(result, phase)
+    if out_of_order:
+        print(f"error: nothing ran: --phase {phase} comes after phases that have not run", file=sys.stderr)
+        for line in out_of_order:
+            print(f"  {line}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
     raise typer.Exit(result.exit_code)
 
 
@@ -242,15 +273,22 @@ def history_command(
 
     contracts = load_valid_contracts([contracts_path])
     with _ledger(contracts, engine, url, warehouse) as ledger:
-        entries = ledger.entries(ids)
+        every = ledger.entries()
         where = ledger.where
+    wanted = {i.casefold() for i in ids} if ids else None
+    entries = [e for e in every if wanted is None or e.contract.casefold() in wanted]
     finished = {(e.run_id, e.key) for e in entries if e.status != Status.STARTED}
     shown = [e for e in entries if e.status != Status.STARTED or (e.run_id, e.key) not in finished]
     shown.reverse()
     if fmt is OutputFormat.JSON:
         print(json.dumps({"ledger": [_entry_json(e) for e in shown]}, indent=2, default=str))
         raise typer.Exit(EXIT_OK)
-    if not shown:
+    if not shown and ids:
+        known = sorted({e.contract for e in every})
+        print(f"no entries for {', '.join(ids)} in the ledger at {where}")
+        if known:
+            print(f"  it has entries for: {', '.join(known)}")
+    elif not shown:
         print(f"the ledger at {where} is empty")
     for e in shown:
         print(_history_line(e))

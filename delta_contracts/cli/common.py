@@ -89,3 +89,30 @@ def load_valid_contracts(paths: list[Path] | None) -> ContractSet:
         print_problems(err.problems)
         raise typer.Exit(EXIT_INPUT) from None
     return ContractSet(loaded, project)
+
+
+def migrations_root(contracts: ContractSet, override: Path | None = None) -> Path:
+    """The project's migrations folder (or `override`); a history of one of these contracts found in another
+    folder the project may have used ends the command (exit 2) instead of starting a second history."""
+    from delta_contracts.contract.load import display_path
+    from delta_contracts.plan.migrations import table_folder
+
+    root = override or contracts.project.migrations_root
+    if override is not None:
+        return root
+    for other in contracts.project.other_migrations_roots():
+        stray = [
+            item.contract.id
+            for item in contracts.contracts
+            if table_folder(other, item.contract.id).is_dir()
+            and not table_folder(root, item.contract.id).is_dir()
+        ]
+        if stray:
+            print(
+                f"error: the migrations of {', '.join(stray)} are in {display_path(other)}, but this "
+                f"project's migrations folder is {display_path(root)}: set `migrations:` in contracts.yml "
+                "(relative to it) to the folder that holds them, or move them",
+                file=sys.stderr,
+            )
+            raise typer.Exit(EXIT_INPUT)
+    return root

@@ -36,7 +36,7 @@ def plan_command(
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Plan the Delta migration each contract change needs and write it under migrations/."""
-    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.cli.common import load_valid_contracts, migrations_root
     from delta_contracts.plan.migrations import (
         IntegrityError,
         load_history,
@@ -55,7 +55,7 @@ def plan_command(
     except ValueError:
         print(f"error: --target must be one of {', '.join(t.value for t in Target)}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
-    root = migrations or (project.root / project.project.migrations)
+    root = migrations_root(loaded, migrations)
     results: list[dict[str, object]] = []
     failed = False
     for item in loaded.contracts:

@@ -105,10 +105,11 @@ def _physical(contracts: ContractSet, contract: Contract) -> tuple[tuple[str, ..
     """Where the contract's data lives: the last planned migration says, else the contract itself.
 
     The second value is why the migrations could not be read (a tampered or unreadable folder), if so."""
+    from delta_contracts.cli.common import migrations_root
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.plan.planner import initial_state
 
-    folder = table_folder(contracts.project.root / contracts.project.project.migrations, contract.id)
+    folder = table_folder(migrations_root(contracts), contract.id)
     try:
         verify(folder)
         history = load_history(folder)
@@ -246,13 +247,13 @@ def status_command(
 ) -> None:
     """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
     from delta_contracts.apply.status import live_physical, pending_migrations
-    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.cli.common import load_valid_contracts, migrations_root
     from delta_contracts.drift import write_target
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.plan.ops import STAMP_VERSION
 
     contracts = load_valid_contracts(paths)
-    root = contracts.project.root / contracts.project.project.migrations
+    root = migrations_root(contracts)
     rows: list[dict[str, object]] = []
     with _open(contracts, engine, url, warehouse, read_only=True) as live:
         entries = _ledger_entries(live)

@@ -38,12 +38,12 @@ def validate_command(
     samples: SamplesOption = 5,
 ) -> None:
     """Check live data against each contract in one pass per table. Exit 0 all pass, 1 a rule fails."""
-    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.cli.common import load_valid_contracts, migrations_root
     from delta_contracts.quality.locate import physical_table
     from delta_contracts.quality.validate import validate_table
 
     contracts = load_valid_contracts(paths)
-    migrations = contracts.project.root / contracts.project.project.migrations
+    migrations = migrations_root(contracts)
     reports: list[TableReport] = []
     with _open(contracts, engine, url, warehouse) as live:
         for item in contracts.contracts:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -19,6 +20,7 @@ from delta_contracts.contract.yamlsource import Path as FieldPath
 from delta_contracts.contract.yamlsource import SourceMap, read_yaml
 
 CONTRACT_SUFFIXES = (".yaml", ".yml")
+DEFAULT_MIGRATIONS = "migrations"
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,20 @@ class LoadedProject:
     @classmethod
     def empty(cls, root: Path) -> LoadedProject:
         return cls(Project(), root, {}, SourceMap(str(root / PROJECT_FILE)))
+
+    @property
+    def migrations_root(self) -> Path:
+        """`migrations:` of contracts.yml, relative to it; unset, `migrations/` where the command runs: the
+        same folder as with no contracts.yml at all, so adding the file never moves an existing history."""
+        if "migrations" in self.project.model_fields_set:
+            return Path(os.path.normpath(self.root / self.project.migrations))
+        return Path.cwd() / DEFAULT_MIGRATIONS
+
+    def other_migrations_roots(self) -> list[Path]:
+        """Folders a history may have been written to before (a default that once depended on the file)."""
+        chosen = self.migrations_root.resolve()
+        candidates = (self.root / DEFAULT_MIGRATIONS, Path.cwd() / DEFAULT_MIGRATIONS)
+        return [c for c in dict.fromkeys(p.resolve() for p in candidates) if c != chosen]
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,8 @@ FIELD_DOCS: dict[str, str] = {
     "project.column_rules[].pii": "`pii` for matching columns.",
     "project.target": "What `plan` may emit: `delta-3` (Delta 3.x OSS), `delta-4` (Delta 4.x OSS) or "
     "`databricks`.",
-    "project.migrations": "Migrations folder, relative to `contracts.yml`.",
+    "project.migrations": "Migrations folder, relative to `contracts.yml` (unset: `migrations/` in the "
+    "working directory, as without the file).",
     "project.engine": "Engine for the commands that touch tables (flags and environment win).",
     "project.engine.name": "`local` (embedded Sail), `spark` or `connect`.",
     "project.engine.url": "`sc://host:port` for `connect`.",

@@ -330,3 +330,92 @@ def _literal(value: object) -> str:
     if isinstance(value, str):
         return f"'{value}'"
     return str(value)
+
+
+# -- round 3: what a new user hit ------------------------------------------------------------------------------
+
+NOTES_V1 = """\
+apiVersion: delta-contracts/v1
+id: shop.notes
+version: {version}
+owner: {{team: shop}}
+table: {{partitioned_by: [day]}}
+columns:
+  - {{name: note_id, type: bigint, nullable: false}}
+  - {{name: day, type: date}}
+"""
+NOTE_NULLABLE = "  - {name: note, type: string}\n"
+NOTE_NOT_NULL = "  - {name: note, type: string, nullable: false}\n"
+NOTE_FILLED = "  - {name: note, type: string, nullable: false, fill: \"'(none)'\"}\n"
+LABEL_WITH_DEFAULT = "  - {name: label, type: string, nullable: false, default: plain}\n"
+
+
+def test_adding_a_contracts_yml_does_not_move_the_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "contracts/shop").mkdir(parents=True)
+    (tmp_path / "contracts/shop/notes.yaml").write_text(NOTES_V1.format(version="1.0.0") + NOTE_NULLABLE)
+    assert run("plan")[0] == 0
+    assert table_folder(tmp_path / "migrations", "shop.notes").is_dir()
+    (tmp_path / "contracts/contracts.yml").write_text("target: delta-4\n")  # the minimal project file
+    code, out = run("plan")
+    assert code == 0 and "shop.notes 1.0.0: up to date" in out, out
+    assert run("plan", "--check")[0] == 0
+    assert not (tmp_path / "contracts/migrations").exists()
+    # A history where an older default put it (beside contracts.yml) is refused loudly, not started anew.
+    (tmp_path / "migrations").rename(tmp_path / "contracts/migrations")
+    code, out = run("plan")
+    assert code == 2, out
+    assert "the migrations of shop.notes are in contracts/migrations" in out, out
+    assert not (tmp_path / "migrations").exists()
+
+
+def test_a_failed_migration_is_discarded_and_phases_run_in_order(project: Path) -> None:
+    """A migration refused by its pre-check is discarded and planned again once the contract is fixed (it
+    never ran: no rehash); `--phase cutover` before expand says what to run; piped output is not wrapped."""
+    from delta_contracts.engine.local import LocalEngine
+
+    contract = project / "contracts/shop/notes.yaml"
+    contract.write_text(NOTES_V1.format(version="1.0.0") + NOTE_NULLABLE)
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 0, out
+    with LocalEngine(project / "warehouse") as engine:  # the catalog is read from the warehouse at start
+        engine.sql(
+            "INSERT INTO `shop`.`notes` VALUES (1, DATE'2026-11-01', NULL), (2, DATE'2026-11-02', 'b')"
+        )
+
+    contract.write_text(NOTES_V1.format(version="2.0.0") + NOTE_NOT_NULL)
+    assert run("plan")[0] == 0
+    (stored,) = load_history(table_folder(project / "migrations", "shop.notes"))[1:]
+    code, out = run("apply")
+    assert code == 1 and "failed shop.notes" in out, out  # one NULL note: the pre-check refuses
+
+    code, out = run("discard", "shop.notes", stored.migration_id, "--reason", "rows without a note")
+    assert code == 0, out
+    contract.write_text(NOTES_V1.format(version="2.0.0") + NOTE_FILLED)
+    assert run("plan")[0] == 0
+    assert run("plan", "--check")[0] == 0
+    code, out = run("apply")
+    assert code == 0, out
+
+    contract.write_text(NOTES_V1.format(version="2.1.0") + NOTE_FILLED + LABEL_WITH_DEFAULT)
+    assert run("plan")[0] == 0
+    code, out = run("apply", "--phase", "cutover")
+    assert code == 2, out
+    assert "nothing ran: --phase cutover comes after phases that have not run" in out, out
+    assert "its expand phase has not run; run `apply --phase expand` first" in out, out
+    waiting = [line for line in out.splitlines() if "[cutover]" in line and "(waiting: " in line]
+    assert waiting, out
+    # piped (not a terminal): each op's line whole, however long, never cut at 80 columns
+    assert all(line.rstrip().endswith("(--phase))") for line in waiting), waiting
+    assert max(map(len, waiting)) > 80, waiting
+    code, out = run("apply")
+    assert code == 0, out
+    with LocalEngine(project / "warehouse") as engine:
+        seen = engine.sql("SELECT `note_id`, `note`, `label` FROM `shop`.`notes` ORDER BY `note_id`")
+    assert [(r["note_id"], r["note"], r["label"]) for r in seen] == [
+        (1, "(none)", "plain"),
+        (2, "b", "plain"),
+    ]

@@ -173,3 +173,71 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
         )
     ledger.append(rows)
     return [r.migration_id for r in rows]
+
+
+class DiscardRefused(Exception):
+    """The migration cannot be discarded: part of it reached the table, a later one follows it, or it is
+    not there."""
+
+
+def discard(
+    ledger: Ledger | Path, migrations: Path | str, contract: str, migration_id: str, *, reason: str
+) -> list[Path]:
+    """Remove the last planned migration of `contract` when nothing of it reached the table (it failed a
+    pre-check, or never ran), so that the fixed contract can be planned again at the same version. The
+    removal is recorded in the ledger; returns the files removed."""
+    from delta_contracts.apply import ledger as lg
+    from delta_contracts.plan.migrations import (
+        SUM_FILE,
+        compute_sum,
+        load_history,
+        migration_files,
+        verify,
+        write_atomically,
+    )
+
+    folder = Path(migrations) / contract
+    verify(folder)
+    history = load_history(folder)
+    ids = [stored.migration_id for stored in history]
+    if migration_id not in ids:
+        raise DiscardRefused(f"{folder}: no migration {migration_id} (planned: {', '.join(ids) or 'none'})")
+    if ids[-1] != migration_id:
+        raise DiscardRefused(f"{migration_id} is followed by {ids[-1]}: discard the later migrations first")
+    if isinstance(ledger, Path):
+        ledger = lg.Ledger(ledger)
+    entries = ledger.entries([contract])
+    if lg.recorded_checksum(entries, contract, migration_id) is not None or lg.done_ops(
+        entries, contract, migration_id
+    ):
+        raise DiscardRefused(
+            f"{migration_id} has reached the table (the ledger records ops of it): plan a new migration "
+            "that moves the table on instead"
+        )
+    stored = history[-1]
+    removed = [stored.sql_path, stored.json_path]
+    for path in removed:
+        path.unlink(missing_ok=True)
+    write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
+    user, host, pid = lg.who()
+    ledger.append(
+        [
+            lg.LedgerEntry(
+                contract=contract,
+                migration_id=migration_id,
+                table=contract,
+                phase="",
+                op_index=0,
+                op_kind="discard",
+                status=lg.Status.DISCARDED.value,
+                to_version=stored.migration.to_version,
+                user=user,
+                host=host,
+                pid=pid,
+                started_at=lg.now(),
+                ended_at=lg.now(),
+                reason=reason,
+            )
+        ]
+    )
+    return removed

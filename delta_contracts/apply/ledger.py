@@ -38,6 +38,7 @@ class Status(StrEnum):
     BATCH = "batch"  # one batch of a batched op finished; `watermark` says which
     REHASHED = "rehashed"  # `rehash`: the migration's new checksum is accepted
     CREATED = "created"  # an op of `create` (a table made straight from its contract)
+    DISCARDED = "discarded"  # `discard`: a planned migration that never reached the table was removed
 
 
 DONE = frozenset({Status.SUCCEEDED, Status.SKIPPED, Status.FORCED})

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "apply": ("delta_contracts.cli.apply", "apply_command"),
     "history": ("delta_contracts.cli.apply", "history_command"),
     "rehash": ("delta_contracts.cli.apply", "rehash_command"),
+    "discard": ("delta_contracts.cli.apply", "discard_command"),
     "validate": ("delta_contracts.cli.validate", "validate_command"),
     "telemetry": ("delta_contracts.cli.telemetry", "telemetry_app"),
     "lint": ("delta_contracts.cli.lint", "lint_command"),

@@ -82,7 +82,7 @@ def _ledger(
 
 
 def _line(report: OpReport) -> str:
-    where = f" — {report.path}" if report.path else ""
+    where = f" — {report.path}" if report.path and report.path != report.status.value else ""
     version = f" → v{report.version}" if report.version is not None else ""
     status = report.status.value
     if report.reasons and report.status.value == "waiting":
@@ -347,3 +347,34 @@ def rehash_command(
     for migration_id in changed:
         print(f"  {migration_id}: new checksum recorded ({reason})")
     raise typer.Exit(EXIT_OK)
+
+
+def discard_command(
+    contract_id: Annotated[str, typer.Argument(help="The contract/table id.")],
+    migration_id: Annotated[str, typer.Argument(help="The migration to remove, e.g. 0004_2.0.0_to_3.0.0.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why it is discarded (recorded).")],
+    contracts_path: Annotated[
+        Path, typer.Option("--contracts", help="Contracts folder (finds contracts.yml).")
+    ] = Path("contracts"),
+    engine: EngineOption = None,
+    url: UrlOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Remove the last planned migration when nothing of it reached the table (it failed a pre-check or
+    never ran), so that the fixed contract is planned again at the same version. Exit 2 when it ran."""
+    from delta_contracts.apply import DiscardRefused, discard
+    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.contract.load import display_path
+    from delta_contracts.plan.migrations import IntegrityError
+
+    contracts = load_valid_contracts([contracts_path])
+    root = _migrations_root(contracts)
+    try:
+        with _ledger(contracts, engine, url, warehouse) as ledger:
+            removed = discard(ledger, root, contract_id, migration_id, reason=reason)
+    except (DiscardRefused, IntegrityError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    for path in removed:
+        print(f"removed {display_path(path)}")
+    print(f"{contract_id}: {migration_id} discarded ({reason}); change the contract and run `plan` again")

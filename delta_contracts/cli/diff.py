@@ -18,6 +18,7 @@ from delta_contracts.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from delta_contracts.contract.errors import Problem
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.diff.report import ContractDiff
     from delta_contracts.target import Target
@@ -35,7 +36,7 @@ def diff_command(
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Classify contract changes, check the declared version bump and the evolution policy."""
-    from delta_contracts.contract.errors import ContractError, Problem
+    from delta_contracts.contract.errors import ContractError
     from delta_contracts.contract.load import contract_files, load_contract, project_for
 
     given = list(paths or [])
@@ -75,6 +76,7 @@ def diff_command(
                 problems.extend(err.problems)
         pairs = _match(before.contracts, current)
         skipped = len(unchanged)
+    problems.extend(_invalid_types(pairs))
     if problems:
         if fmt is OutputFormat.GITHUB:
             from delta_contracts.cli.github import problem_annotations
@@ -94,6 +96,15 @@ def diff_command(
         fmt = OutputFormat.TEXT  # the summary follows the annotations, for the job log
     _print(results, fmt, skipped)
     raise typer.Exit(EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS)
+
+
+def _invalid_types(pairs: list[tuple[LoadedContract | None, LoadedContract | None]]) -> list[Problem]:
+    """A column whose type is not a Spark type cannot be classified: say what lint says of it instead of
+    reading a typo as a type change."""
+    from delta_contracts.contract.typecheck import invalid_types
+
+    found = [loaded for pair in pairs for loaded in pair if loaded is not None]
+    return [problem for loaded in found for problem in invalid_types(loaded)]
 
 
 def _projects_of_pair(old: Path, new: Path) -> tuple[LoadedProject | None, str | None]:

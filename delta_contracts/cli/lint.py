@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -16,23 +17,30 @@ from delta_contracts.cli.common import (
     existing_paths,
 )
 
+if TYPE_CHECKING:
+    from delta_contracts.contract.errors import Problem
+
 
 def lint_command(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.TEXT) -> None:
     """Check contracts: schema, types, checks, names. Exit 0 clean, 1 findings, 2 unreadable input."""
-    from delta_contracts.contract.errors import ContractError, Problem
+    from delta_contracts.contract.errors import ContractError
     from delta_contracts.contract.lint import lint_many
     from delta_contracts.contract.load import LoadedContract, contract_files, load_contract
 
     files = contract_files(existing_paths(paths))
     loaded: list[LoadedContract] = []
     unreadable: list[Problem] = []
+    partial: list[LoadedContract] = []
     for file in files:
         try:
             loaded.append(load_contract(file))
         except ContractError as err:
             unreadable.extend(err.problems)
+            if isinstance(err.partial, LoadedContract):
+                partial.append(err.partial)
     unreadable = list(dict.fromkeys(unreadable))  # a broken contracts.yml is reported once, not per contract
-    findings = lint_many(loaded)
+    # the partial contracts' findings too: one run reports every problem of a file, not the first kind only
+    findings = [f for f in dict.fromkeys(lint_many([*loaded, *partial])) if f not in unreadable]
     problems = sorted([*unreadable, *findings], key=lambda p: p.location)
     code = EXIT_INPUT if unreadable else EXIT_FINDINGS if findings else EXIT_OK
     if fmt is OutputFormat.JSON:
@@ -47,15 +55,23 @@ def lint_command(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.T
 
         for line in problem_annotations(problems):
             print(line)
-        print(f"{len(files)} contract(s) checked: {len(unreadable)} error(s), {len(findings)} finding(s)")
+        print(_summary(len(files), unreadable, findings))
     else:
         for problem in problems:
             print(str(problem))
         if fmt is OutputFormat.MARKDOWN:
             print()
-        summary = f"{len(files)} contract(s) checked: {len(unreadable)} error(s), {len(findings)} finding(s)"
-        print(summary if problems else f"{len(files)} contract(s) checked: all clean")
+        print(_summary(len(files), unreadable, findings))
     raise typer.Exit(code)
+
+
+def _summary(files: int, unreadable: list[Problem], findings: list[Problem]) -> str:
+    if not unreadable and not findings:
+        return f"{files} contract(s) checked: all clean"
+    total = f"{files} contract(s) checked: {len(unreadable) + len(findings)} problem(s)"
+    if unreadable:  # the exit code differs, so say which problems made a file unusable
+        total += f", {len(unreadable)} of them make a contract unusable (exit 2)"
+    return total
 
 
 def schema_command() -> None:

@@ -49,8 +49,11 @@ class Problem:
 class ContractError(Exception):
     """Raised when a file cannot be turned into a contract; carries every problem found."""
 
-    def __init__(self, problems: Iterable[Problem]) -> None:
+    def __init__(self, problems: Iterable[Problem], partial: object = None) -> None:
         self.problems = tuple(problems)
+        # The contract read with its invalid fields left out, when that is possible: `lint` checks it too, so
+        # that one run reports every problem of a file, not only the first kind.
+        self.partial = partial
         super().__init__("\n".join(str(p) for p in self.problems))
 
 

@@ -19,6 +19,7 @@ from sqlglot.errors import ParseError, TokenError
 from delta_contracts.contract.errors import Problem, Severity, first_line
 from delta_contracts.contract.load import LoadedContract
 from delta_contracts.contract.model import Column, Contract
+from delta_contracts.contract.typecheck import invalid_types
 from delta_contracts.contract.types import (
     INTEGRALS,
     PrimitiveType,
@@ -171,14 +172,18 @@ def _column_names_and_references(loaded: LoadedContract) -> Iterator[Problem]:
 
 
 @checker
+def _column_types(loaded: LoadedContract) -> Iterator[Problem]:
+    return invalid_types(loaded)
+
+
+@checker
 def _column_types_and_rules(loaded: LoadedContract) -> Iterator[Problem]:
     for i, col in enumerate(loaded.contract.columns):
         where: tuple[str | int, ...] = ("columns", i)
         try:
             spark_type = parse_type(col.type)
-        except TypeParseError as err:
-            yield _finding(loaded, (*where, "type"), f"invalid type '{col.type}': {err.message}", "DC-L002")
-            continue
+        except TypeParseError:
+            continue  # said by invalid_types
         yield from _enum_rule(loaded, where, col, spark_type)
         yield from _bound_rules(loaded, where, col, spark_type)
         yield from _regex_rule(loaded, where, col, spark_type)

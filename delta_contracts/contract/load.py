@@ -133,8 +133,32 @@ def parse_contract(text: str, path: Path, project: LoadedProject | None = None) 
     try:
         contract = Contract.model_validate(data)
     except ValidationError as exc:
-        raise ContractError(_problems_from_validation(exc, data, source, Contract)) from None
+        partial = _without_invalid_fields(data, exc)
+        found = None if partial is None else LoadedContract(partial, path, source)
+        raise ContractError(_problems_from_validation(exc, data, source, Contract), found) from None
     return LoadedContract(contract, path, source)
+
+
+def _without_invalid_fields(data: dict[str, Any], exc: ValidationError, rounds: int = 3) -> Contract | None:
+    """The contract with every optional field that failed validation left out, or None when a required one
+    failed (or an item of a list: leaving it out would move the others and their locations)."""
+    trimmed = copy.deepcopy(data)
+    for _ in range(rounds):
+        for error in exc.errors():
+            path = _data_path(trimmed, tuple(error["loc"]))
+            if not path or not isinstance(path[-1], str):
+                return None
+            parent: Any = trimmed
+            for part in path[:-1]:
+                parent = parent[part]
+            if not isinstance(parent, dict) or path[-1] not in parent:
+                return None
+            del parent[path[-1]]
+        try:
+            return Contract.model_validate(trimmed)
+        except ValidationError as again:
+            exc = again
+    return None
 
 
 def apply_defaults(data: dict[str, Any], source: SourceMap, project: LoadedProject) -> dict[str, Any]:

@@ -204,3 +204,17 @@ def test_widening_is_classified_for_the_projects_target_as_plan_does(
         violations = [line.strip().removeprefix("✗ ") for line in out.splitlines() if "✗" in line]
         assert len(violations) == 2, out
         assert all(violation in planned for violation in violations), (violations, planned)
+
+
+def test_a_typo_in_a_type_is_the_invalid_type_not_a_type_change(tmp_path: Path) -> None:
+    old = REPO / "contracts/sales/customers.yaml"
+    new = tmp_path / "contracts/sales/customers.yaml"
+    new.parent.mkdir(parents=True)
+    shutil.copy(REPO / "contracts/contracts.yml", tmp_path / "contracts/contracts.yml")
+    text = old.read_text()
+    assert "type: string" in text
+    new.write_text(text.replace("type: string", "type: strng", 1))
+    code, out = run("diff", str(old), str(new))
+    assert code == 2, out
+    assert "invalid type 'strng': unknown type 'strng' (did you mean 'string'?)" in out
+    assert "type changed" not in out

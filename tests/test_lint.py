@@ -238,3 +238,41 @@ def test_first_line_of_any_error_message() -> None:
 
     assert first_line(ValueError("")) == "ValueError"
     assert first_line(ValueError("\n  \nreal reason\nmore")) == "real reason"
+
+
+BROKEN_THREE_WAYS = """\
+apiVersion: delta-contracts/v1
+id: s.t
+version: 1.0.0
+owner: {team: x}
+columns:
+  - {name: a, type: bigint, nullable: maybe}
+  - {name: b, type: strng}
+  - {name: c, type: string, checks: {min: 1}}
+"""
+
+
+def test_one_run_reports_every_problem_of_a_file(tmp_path: Path) -> None:
+    """A schema error (a non-boolean `nullable`) no longer hides the bad type and the rule on the wrong type
+    in the same file; the summary counts them one way."""
+    path = write(tmp_path, "t.yaml", BROKEN_THREE_WAYS)
+    code, out = cli("lint", str(path))
+    assert code == 2, out
+    located = [line.split(": ", 1)[0].rsplit(":", 2)[-2] for line in out.splitlines() if "t.yaml:" in line]
+    assert located == ["6", "7", "8"], out
+    assert (
+        "columns[0].nullable" in out
+        and "invalid type 'strng'" in out
+        and "min on a column of type string" in out
+    )
+    assert (
+        out.splitlines()[-1]
+        == "1 contract(s) checked: 3 problem(s), 1 of them make a contract unusable (exit 2)"
+    )
+
+
+def test_findings_alone_are_counted_the_same_way(tmp_path: Path) -> None:
+    path = write(tmp_path, "t.yaml", BROKEN_THREE_WAYS.replace("nullable: maybe", "nullable: true"))
+    code, out = cli("lint", str(path))
+    assert code == 1, out
+    assert out.splitlines()[-1] == "1 contract(s) checked: 2 problem(s)"

@@ -276,3 +276,11 @@ def test_findings_alone_are_counted_the_same_way(tmp_path: Path) -> None:
     code, out = cli("lint", str(path))
     assert code == 1, out
     assert out.splitlines()[-1] == "1 contract(s) checked: 2 problem(s)"
+
+
+def test_a_yaml_boolean_in_an_enum_is_named_as_yaml_writes_it(tmp_path: Path) -> None:
+    text = MINIMAL.replace("    type: bigint\n", "    type: string\n    checks: {enum: [yes, maybe]}\n", 1)
+    assert text != MINIMAL
+    (message,) = [f for f in findings(text, tmp_path) if "enum value" in f]
+    assert "enum value true is not of the column's type string" in message
+    assert "YAML reads yes, no, on, off, true and false unquoted as booleans: quote it" in message

@@ -11,6 +11,7 @@ import typer
 
 from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_OK, PathsArgument
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption, _open
+from delta_contracts.contract.errors import plain
 
 if TYPE_CHECKING:
     from delta_contracts.quality.validate import TableReport
@@ -76,7 +77,7 @@ def _text(reports: list[TableReport]) -> str:
         for result in report.results:
             mark = "✓" if result.passed else "✗"
             lines.append(f"  {mark} {result.name}" + (f": {result.detail}" if result.detail else ""))
-            lines.extend(f"      {row}" for row in result.samples)
+            lines.extend(f"      {plain(row)}" for row in result.samples)
     return "\n".join(lines)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date, datetime
 from enum import StrEnum
 
 
@@ -71,3 +72,30 @@ def first_line(err: BaseException) -> str:
     """The first non-blank line of an error's message, or its class name when the message is empty."""
     lines = [line for line in str(err).splitlines() if line.strip()]
     return lines[0].strip() if lines else type(err).__name__
+
+
+def plain(value: object) -> str:
+    """A value in a message as a user writes it in YAML or reads it in a query result, never a Python repr
+    (`true`, not `True`; `2026-11-01 10:00:00`, not `datetime.datetime(2026, 11, 1, 10, 0)`)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {plain(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple | set | frozenset):
+        return "[" + ", ".join(plain(v) for v in value) + "]"
+    if isinstance(value, str):
+        import yaml
+
+        try:
+            reads_back = yaml.safe_load(value)
+        except yaml.YAMLError:
+            reads_back = None
+        # quoted only where YAML would read it as something else: '2', 'true', '' stay strings
+        return value if reads_back == value else "'" + value.replace("'", "''") + "'"
+    return str(value)

@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
-from delta_contracts.contract.errors import Problem, Severity, first_line
+from delta_contracts.contract.errors import Problem, Severity, first_line, plain
 from delta_contracts.contract.load import LoadedContract
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.typecheck import invalid_types
@@ -238,7 +238,10 @@ def _enum_rule(
     for k, value in enumerate(values):
         if not _literal_fits(value, spark_type):
             kind = _literal_kind(spark_type)
-            message = f"enum value {value!r} is not of the column's type {col.type}: use {kind}"
+            shown = repr(value) if isinstance(value, str) else plain(value)  # a string shows its quotes
+            message = f"enum value {shown} is not of the column's type {col.type}: use {kind}"
+            if isinstance(value, bool):
+                message += " (YAML reads yes, no, on, off, true and false unquoted as booleans: quote it)"
             yield _finding(loaded, (*path, k), message, "DC-L003")
 
 

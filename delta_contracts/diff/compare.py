@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
+from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import (
     Bound,
     Checks,
@@ -155,16 +156,16 @@ def _checks(old: Checks, new: Checks, name: str, field: str) -> Iterator[Change]
     if old.enum != new.enum:
         where = f"{field}.enum"
         if old.enum is None:
-            yield change("DC-CK301", f"column {name}: enum {list(new.enum or ())} added", where)
+            yield change("DC-CK301", f"column {name}: enum {plain(list(new.enum or ()))} added", where)
         elif new.enum is None:
             yield change("DC-CK302", f"column {name}: enum removed", where)
         else:
             added = [v for v in new.enum if v not in old.enum]
             removed = [v for v in old.enum if v not in new.enum]
             if removed:
-                yield change("DC-CK306", f"column {name}: enum values {removed} removed", where)
+                yield change("DC-CK306", f"column {name}: enum values {plain(removed)} removed", where)
             if added:
-                yield change("DC-CK305", f"column {name}: enum values {added} added", where)
+                yield change("DC-CK305", f"column {name}: enum values {plain(added)} added", where)
     if old.regex != new.regex:
         where = f"{field}.regex"
         if old.regex is None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from sqlglot import exp
 
+from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
 from delta_contracts.plan import expressions as x
@@ -55,7 +56,7 @@ class ContractViolationError(Exception):
         else:
             lines = [f"{head}: {sum(self.counts.values())} violation(s) in {rows} row(s)"]
             lines += [f"  - {name}: {count} row(s)" for name, count in self.counts.items()]
-            lines += ["  sample:", *(f"    {row}" for row in self.samples)] if self.samples else []
+            lines += ["  sample:", *(f"    {plain(row)}" for row in self.samples)] if self.samples else []
         super().__init__("\n".join(lines))
 
 

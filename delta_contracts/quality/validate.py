@@ -197,7 +197,8 @@ def evaluate(contract: Contract, query: ValidationQuery, row: dict[str, Any]) ->
     if volume is not None:
         low = volume.min_rows is not None and rows < volume.min_rows
         high = volume.max_rows is not None and rows > volume.max_rows
-        bounds = f"min {volume.min_rows}, max {volume.max_rows}"
+        set_bounds = {"min": volume.min_rows, "max": volume.max_rows}
+        bounds = ", ".join(f"{k} {v}" for k, v in set_bounds.items() if v is not None)
         results.append(
             RuleResult("volume", "volume", not (low or high), int(low or high), f"{rows} rows ({bounds})")
         )

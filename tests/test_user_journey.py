@@ -332,7 +332,7 @@ def _literal(value: object) -> str:
     return str(value)
 
 
-# -- round 3: what a new user hit ------------------------------------------------------------------------------
+# -- round 3: what a new user hit ----------------------------------------------------------------------------
 
 NOTES_V1 = """\
 apiVersion: delta-contracts/v1

@@ -17,6 +17,7 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
+from pathlib import Path
 from typing import Any
 
 from delta_contracts.contract.model import Checks, Column, Contract
@@ -250,6 +251,18 @@ def literal_value(sql_text: str) -> Any:
         return _MISSING
 
 
+ADOPTED_AT_VERSION = "adopted_at_version"
+
+
+def adopted_at_version(baseline_json: Path) -> int | None:
+    """The table version `init --from-table` adopted the table at, from its baseline migration's file."""
+    try:
+        value = json.loads(baseline_json.read_text(encoding="utf-8")).get(ADOPTED_AT_VERSION)
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, int) else None
+
+
 def baseline(contract: Contract, live: LiveTable, physical: TableId, target: Target) -> PlannedFiles:
     """Migration 0001: the table is already at `contract`'s version; it only stamps what is not stamped."""
     stamp = stamp_op(physical, contract)
@@ -280,6 +293,9 @@ def baseline(contract: Contract, live: LiveTable, physical: TableId, target: Tar
         "state": {"physical": list(state.physical), "properties": [list(p) for p in state.properties]},
         "contract": contract.model_dump(mode="json", by_alias=True, exclude_defaults=False),
     }
+    if live.version is not None:
+        # the commits up to here were made before the table had a contract: `drift` does not flag them
+        payload[ADOPTED_AT_VERSION] = live.version
     files = {
         f"{migration_id}.sql": render_sql_file(migration, migration_id=migration_id, target=target),
         f"{migration_id}.json": json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True) + "\n",

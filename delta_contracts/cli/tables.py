@@ -201,8 +201,10 @@ def drift_command(
             if table is not None:
                 name = ".".join(physical)
 
-                def is_toolkit(version: int, name: str = name) -> bool:
-                    return claimed(entries, name, version)
+                adopted = _adopted_at(contracts, item.contract)
+
+                def is_toolkit(version: int, name: str = name, adopted: int = adopted) -> bool:
+                    return version <= adopted or claimed(entries, name, version)
 
                 items += commit_drift(live.history(physical), is_toolkit)
             drifted |= any(i.is_drift for i in items)
@@ -300,9 +302,31 @@ def status_command(
             shown = ", ".join(f"{p['migration']} [{'/'.join(p['phases'])}]" for p in pend) or "none"
             print(
                 f"{row['contract']} contract {row['version']}, table {row['table']} "
-                f"stamped {row['stamped'] or '(not created)'}; {_objects(row)}; pending: {shown}"
+                f"{_stamp_state(row)}; {_objects(row)}; pending: {shown}"
             )
     raise typer.Exit(EXIT_OK)
+
+
+def _adopted_at(contracts: ContractSet, contract: Contract) -> int:
+    """The table version before which commits predate the contract (an adopted table's), else -1."""
+    from delta_contracts.adopt import adopted_at_version
+    from delta_contracts.cli.common import migrations_root
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+
+    try:
+        history = load_history(table_folder(migrations_root(contracts), contract.id))
+    except IntegrityError:
+        return -1
+    if not history or "_baseline_" not in history[0].migration_id:
+        return -1
+    found = adopted_at_version(history[0].json_path)
+    return -1 if found is None else found
+
+
+def _stamp_state(row: dict[str, object]) -> str:
+    if row["stamped"]:
+        return f"stamped {row['stamped']}"
+    return "not stamped" if row["exists"] else "not created"
 
 
 def _objects(row: dict[str, object]) -> str:

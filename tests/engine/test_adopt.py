@@ -135,3 +135,40 @@ def test_dataclass_fields_of_live_tables_are_all_read() -> None:
         "comment",
     }
     assert {f.name for f in dataclasses.fields(LiveTable)} == known
+
+
+def test_an_adopted_table_is_not_stamped_and_its_history_before_adoption_is_not_drift(project: Path) -> None:
+    """A table a team made by hand (CTAS, then a property): `status` right after `init` says it is not
+    stamped yet (not "not created"); `drift` after the baseline is applied flags neither the CTAS nor the
+    ALTER made before adoption, and still flags a change made after it."""
+    from delta_contracts.engine.local import LocalEngine
+
+    warehouse = project / "warehouse"
+    warehouse.mkdir()
+    with LocalEngine(warehouse) as engine:
+        engine.sql("CREATE SCHEMA IF NOT EXISTS `ops`")
+        where = engine.location(("ops", "jobs"))
+        engine.sql(
+            f"CREATE TABLE `ops`.`jobs` USING delta LOCATION '{where}' "
+            "AS SELECT CAST(1 AS BIGINT) AS `job_id`, 'a' AS `name`"
+        )
+        engine.sql("ALTER TABLE `ops`.`jobs` SET TBLPROPERTIES ('team.note' = 'made by hand')")
+
+    def cli(*args: str) -> tuple[int, str]:
+        done = runner.invoke(app, [*args])
+        return done.exit_code, done.stdout + done.stderr
+
+    out = project / "contracts/ops/jobs.yaml"
+    code, said = cli("init", "--from-table", "ops.jobs", "--warehouse", str(warehouse), "-o", str(out))
+    assert code == 0, said
+    code, said = cli("status", "--warehouse", str(warehouse), str(out))
+    assert code == 0 and "table ops.jobs not stamped;" in said, said
+    code, said = cli("apply", "--warehouse", str(warehouse), str(out))
+    assert code == 0, said
+    code, said = cli("drift", "--warehouse", str(warehouse), "--format", "json", str(out))
+    assert code == 0, said
+    assert "out-of-band-commit" not in said, said
+    with LocalEngine(warehouse) as engine:  # a change after adoption is still drift
+        engine.sql("ALTER TABLE `ops`.`jobs` SET TBLPROPERTIES ('team.note' = 'changed later')")
+    code, said = cli("drift", "--warehouse", str(warehouse), "--format", "json", str(out))
+    assert code == 1 and "out-of-band-commit" in said, said

@@ -85,7 +85,7 @@ def test_status_lists_the_pending_migration(project: Path) -> None:
     code, out = run("status")
     assert code == 0, out
     assert out.splitlines()[-1] == (
-        "shop.events contract 1.0.0, table shop.events stamped (not created); "
+        "shop.events contract 1.0.0, table shop.events not created; "
         "read shop.events, write: no table yet; pending: 0001_create_1.0.0 [expand/cutover]"
     ), out
 

@@ -14,6 +14,7 @@ from delta_contracts.plan import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
+    from delta_contracts.engine.local import LocalEngine
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
@@ -23,23 +24,37 @@ def append(engine: Engine, frame: Any, table: TableId, user_metadata: str) -> No
     from delta_contracts.engine.local import LocalEngine
 
     if isinstance(engine, LocalEngine):
-        # Sail 0.7.2 puts a table's CHECKs on the write's input as a filter that runs before the input's own
-        # filters, so a quarantined batch's good rows were refused for the bad rows already filtered out.
-        # Materialized first, the write sees exactly the rows to land.
-        frame = engine.spark.createDataFrame(frame.toArrow())
-    writer = frame.write.format("delta").mode("append").option("userMetadata", user_metadata)
-    if isinstance(engine, LocalEngine):
-        existed = engine.describe(table) is not None
-        writer.save(str(engine.location(table)))
-        if not existed:
-            engine.register(table)
+        _append_local(engine, frame, table, user_metadata)
         return
+    writer = frame.write.format("delta").mode("append").option("userMetadata", user_metadata)
     if len(table) > 1:
         from sqlglot import exp
 
         schema = x.table(table[:-1])
         engine.sql(x.sql(exp.Create(this=schema, kind="SCHEMA", exists=True)))
     writer.saveAsTable(x.sql(x.table(table)))
+
+
+def _append_local(engine: LocalEngine, frame: Any, table: TableId, user_metadata: str) -> None:
+    """Sail 0.7.2 puts a table's CHECKs on the write's input as a filter that runs before the input's own
+    filters, so a quarantined batch's good rows were refused for the bad rows already filtered out. The rows
+    to land are staged first as Parquet in the warehouse, by the engine (never through the client: a batch
+    of 10M rows is larger than one Spark Connect message), then appended from that plain scan in one
+    commit; the staging folder is removed after."""
+    import shutil
+    import uuid
+
+    staging = engine.state_dir / "staging" / uuid.uuid4().hex
+    try:
+        frame.write.mode("overwrite").parquet(str(staging))
+        staged = engine.spark.read.parquet(str(staging))
+        existed = engine.describe(table) is not None
+        writer = staged.write.format("delta").mode("append").option("userMetadata", user_metadata)
+        writer.save(str(engine.location(table)))
+        if not existed:
+            engine.register(table)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def run_tagged(engine: Engine, statement: str, user_metadata: str) -> None:

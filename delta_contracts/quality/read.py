@@ -146,7 +146,8 @@ def resolve(
     if current is not None:
         kind, stamp, live = current
         if stamp is not None and spec.allows(stamp):
-            return Served(contract_id, stamp, ".".join(parts), kind)
+            shape = next((m.contract for m in history if m.contract.version == stamp), None)
+            return Served(contract_id, stamp, ".".join(parts), kind, _projection(live, shape))
 
     versioned = (*parts[:-1], f"{parts[-1]}__v{semver_tuple(wanted.version)[0]}")
     old = engine.describe(versioned)
@@ -195,6 +196,17 @@ def _current(
     if live is None:
         return None
     return "alias_view", live.properties.get(STAMP_VERSION), live
+
+
+def _projection(live: LiveTable, shape: Contract | None) -> tuple[str, ...]:
+    """The pinned version's columns when the table still carries others (deprecated ones awaiting their
+    drop): a pin returns its version's shape, never a column that version no longer has."""
+    if shape is None or not _has_shape(live, shape):
+        return ()
+    wanted = {c.name.casefold() for c in shape.columns}
+    if all(c.name.casefold() in wanted for c in live.columns):
+        return ()
+    return tuple(c.name for c in shape.columns)
 
 
 def _has_shape(live: LiveTable, contract: Contract) -> bool:

@@ -72,6 +72,10 @@ def test_pinned_reads_across_the_orders_history(engine: Engine, tmp_path: Path) 
     # 2.0.0 renames amount in place: 1.x readers keep their columns, deprecated, while the drop waits
     assert step("2.0.0") == ["0003/12"]
     assert pinned("^2") == ("in_place", "2.0.0", "orders")
+    # the pin gets 2.0.0's shape, not the deprecated 1.x columns still in the table awaiting their drop
+    shape_2 = [c.name for c in load_history(migrations / contract)[2].contract.columns]
+    assert engine.describe((schema, "orders")).column("amount") is not None  # type: ignore[union-attr]
+    assert "amount" not in shape_2 and pinned_read("^2").columns == shape_2
     assert pinned("^1") == ("deprecated_columns", "1.1.0", "orders")
     with pytest.warns(DeprecatedVersionWarning, match=r"orders 1.1.0 .* move to \S+ 3.0.0.*window left"):
         old = pinned_read("^1")

@@ -16,13 +16,33 @@ from delta_contracts.cli.common import (
     OutputFormat,
     existing_paths,
 )
-from delta_contracts.cli.readers import (
-    ReadersEngineOption,
-    ReadersOption,
-    ReadersSourceOption,
-    ReadersUrlOption,
-    ReadersWarehouseOption,
-)
+
+# `--readers` (the code is in cli/readers.py, imported only when asked: a plain diff loads nothing more)
+ReadersOption = Annotated[
+    bool,
+    typer.Option(
+        "--readers",
+        help="Name the readers of each object a change removes, renames, retypes, tightens or deprecates, "
+        "within the contract's reader_lookback: from the readers log (in --warehouse), or from --source.",
+    ),
+]
+ReadersSourceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source",
+        help="With --readers: read this query history (KIND:LOCATION, as `telemetry collect` takes) for the "
+        "changed objects instead of the readers log, which holds reads of deprecated objects only.",
+    ),
+]
+ReadersEngineOption = Annotated[
+    str | None,
+    typer.Option("--engine", help="With --source: the engine that reads it (local, spark or connect)."),
+]
+ReadersUrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
+ReadersWarehouseOption = Annotated[
+    Path | None,
+    typer.Option("--warehouse", help="With --readers: the warehouse whose _delta_contracts holds the log."),
+]
 
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedContract, LoadedProject
@@ -172,7 +192,6 @@ def _print(
     unchanged: int,
     who: tuple[list[ObjectReaders], Telemetry] | None = None,
 ) -> None:
-    from delta_contracts.cli.readers import with_readers
     from delta_contracts.diff.report import render_json, render_markdown, render_text
 
     render = {
@@ -182,4 +201,8 @@ def _print(
         OutputFormat.GITHUB: render_text,
     }
     text = render[fmt](results, unchanged)
-    print(text if who is None else with_readers(text, fmt, *who))
+    if who is not None:
+        from delta_contracts.cli.readers import with_readers
+
+        text = with_readers(text, fmt, *who)
+    print(text)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -18,32 +18,6 @@ if TYPE_CHECKING:
     from delta_contracts.diff.report import ContractDiff
     from delta_contracts.engine.select import EngineChoice
     from delta_contracts.telemetry.impact import ContractChange, ObjectReaders, Telemetry
-
-ReadersOption = Annotated[
-    bool,
-    typer.Option(
-        "--readers",
-        help="Name the readers of each object a change removes, renames, retypes, tightens or deprecates, "
-        "within the contract's reader_lookback: from the readers log (in --warehouse), or from --source.",
-    ),
-]
-ReadersSourceOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--source",
-        help="With --readers: read this query history (KIND:LOCATION, as `telemetry collect` takes) for the "
-        "changed objects instead of the readers log, which holds reads of deprecated objects only.",
-    ),
-]
-ReadersEngineOption = Annotated[
-    str | None,
-    typer.Option("--engine", help="With --source: the engine that reads it (local, spark or connect)."),
-]
-ReadersUrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
-ReadersWarehouseOption = Annotated[
-    Path | None,
-    typer.Option("--warehouse", help="With --readers: the warehouse whose _delta_contracts holds the log."),
-]
 
 
 def readers_of(

@@ -220,3 +220,5 @@ def test_a_validation_file_that_is_not_json_is_exit_2(project: Path, tmp_path: P
     (project / "bad.json").write_text("{", encoding="utf-8")
     result = CliRunner().invoke(app, ["site", "-o", str(tmp_path / "s"), "--validation", "bad.json"])
     assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "--validation bad.json: not the JSON `validate --format json` writes" in result.output
+    assert "line 1 column 2" in result.output

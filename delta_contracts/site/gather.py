@@ -165,7 +165,10 @@ def _reader_rows(state_dir: Path) -> tuple[list[dict[str, object]], str]:
 def _validation(path: Path | None) -> dict[str, dict[str, Any]]:
     if path is None:
         return {}
-    payload = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"--validation {path}: not the JSON `validate --format json` writes: {err}") from None
     tables = payload.get("tables", []) if isinstance(payload, dict) else []
     return {str(t.get("contract", "")).casefold(): t for t in tables if isinstance(t, dict)}
 

@@ -168,7 +168,8 @@ def _validation(path: Path | None) -> dict[str, dict[str, Any]]:
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"--validation {path}: not the JSON `validate --format json` writes: {err}") from None
+        shown = f"--validation {path}: not the JSON `validate --format json` writes"
+        raise ValueError(f"{shown}: {err}") from None
     tables = payload.get("tables", []) if isinstance(payload, dict) else []
     return {str(t.get("contract", "")).casefold(): t for t in tables if isinstance(t, dict)}
 

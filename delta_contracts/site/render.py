@@ -103,12 +103,12 @@ def render_index(site: Site) -> str:
     rows = []
     for page in site.pages:
         contract = page.loaded.contract
-        pending = [
-            f"{m.migration_id}: {phase}"
-            for m in page.migrations
-            for phase, state in m.phases()
-            if state in (PENDING, WAITING, FAILED)
-        ]
+        pending = []
+        for m in page.migrations:
+            phases = [(phase, state) for phase, state in m.phases() if state in (PENDING, WAITING, FAILED)]
+            if phases:
+                shown = ", ".join(f"{escape(phase)} {_state(state)}" for phase, state in phases)
+                pending.append(f"{escape(m.migration_id)}: {shown}")
         link = f'<a href="tables/{escape(page_name(contract.id))}">{escape(contract.id)}</a>'
         rows.append(
             [
@@ -117,7 +117,7 @@ def render_index(site: Site) -> str:
                 escape(contract.owner.team),
                 escape(contract.lifecycle.status.value),
                 str(len(page.deprecations)),
-                escape(", ".join(pending)) or '<span class="muted">none</span>',
+                "<br>".join(pending) or '<span class="muted">none</span>',
                 str(len({(r.user, r.client) for report in page.readers for r in report.readers})),
             ]
         )

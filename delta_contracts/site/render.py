@@ -310,6 +310,7 @@ def _deprecations(page: TablePage) -> str:
 
 
 def _readers(page: TablePage) -> str:
+    # The readers report's own chart (one stacked bar per day, a colour per reader), so both draw alike.
     from delta_contracts.telemetry.report_html import _chart
 
     if not page.readers:

@@ -267,6 +267,10 @@ def test_the_example_workflow_runs_on_pull_requests_and_comments_the_diff(repo: 
     comment = (repo / "contract-diff.md").read_text(encoding="utf-8")
     assert comment.startswith("## Data contract changes")
     assert "❌ `payments.transactions` 2.4.0 → 2.5.0" in comment
+    # the readers of the dropped column: no readers log in this repository, and the comment says so
+    readers = comment[comment.index("## Readers of what changes") :]
+    assert "### `payments.transactions.legacy_channel`" in readers
+    assert "**No telemetry for this table**" in readers
 
 
 def _yaml_blocks(page: Path) -> list[str]:

@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "telemetry": ("delta_contracts.cli.telemetry", "telemetry_app"),
     "lint": ("delta_contracts.cli.lint", "lint_command"),
     "schema": ("delta_contracts.cli.lint", "schema_command"),
+    "site": ("delta_contracts.cli.site", "site_command"),
     "demo": ("delta_contracts.cli.demo", "demo_command"),
 }
 

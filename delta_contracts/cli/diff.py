@@ -17,11 +17,39 @@ from delta_contracts.cli.common import (
     existing_paths,
 )
 
+# `--readers` (the code is in cli/readers.py, imported only when asked: a plain diff loads nothing more)
+ReadersOption = Annotated[
+    bool,
+    typer.Option(
+        "--readers",
+        help="Name the readers of each object a change removes, renames, retypes, tightens or deprecates, "
+        "within the contract's reader_lookback: from the readers log (in --warehouse), or from --source.",
+    ),
+]
+ReadersSourceOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--source",
+        help="With --readers: read this query history (KIND:LOCATION, as `telemetry collect` takes) for the "
+        "changed objects instead of the readers log, which holds reads of deprecated objects only.",
+    ),
+]
+ReadersEngineOption = Annotated[
+    str | None,
+    typer.Option("--engine", help="With --source: the engine that reads it (local, spark or connect)."),
+]
+ReadersUrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
+ReadersWarehouseOption = Annotated[
+    Path | None,
+    typer.Option("--warehouse", help="With --readers: the warehouse whose _delta_contracts holds the log."),
+]
+
 if TYPE_CHECKING:
     from delta_contracts.contract.errors import Problem
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.diff.report import ContractDiff
     from delta_contracts.target import Target
+    from delta_contracts.telemetry.impact import ObjectReaders, Telemetry
 
 
 def diff_command(
@@ -34,8 +62,14 @@ def diff_command(
     ] = None,
     base: Annotated[str | None, typer.Option(help="Compare the working tree with this git ref.")] = None,
     fmt: FormatOption = OutputFormat.TEXT,
+    readers: ReadersOption = False,
+    source: ReadersSourceOption = None,
+    engine: ReadersEngineOption = None,
+    url: ReadersUrlOption = None,
+    warehouse: ReadersWarehouseOption = None,
 ) -> None:
-    """Classify contract changes, check the declared version bump and the evolution policy."""
+    """Classify contract changes, check the declared version bump and the evolution policy; with --readers,
+    name who reads each object a change breaks."""
     from delta_contracts.contract.errors import ContractError
     from delta_contracts.contract.load import contract_files, load_contract, project_for
 
@@ -86,15 +120,20 @@ def diff_command(
         for problem in problems:
             print(str(problem), file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
-    target = project_for(given[-1] if given else Path("contracts")).project.target
-    results = [_compare(old, new, target) for old, new in pairs]
+    project = project_for(given[-1] if given else Path("contracts"))
+    results = [_compare(old, new, project.project.target) for old, new in pairs]
+    who = None
+    if readers or source:
+        from delta_contracts.cli.readers import readers_of
+
+        who = readers_of(pairs, results, project, source or [], engine, url, warehouse)
     if fmt is OutputFormat.GITHUB:
         from delta_contracts.cli.github import diff_annotations
 
         for line in diff_annotations([(r, old, new) for r, (old, new) in zip(results, pairs, strict=True)]):
             print(line)
         fmt = OutputFormat.TEXT  # the summary follows the annotations, for the job log
-    _print(results, fmt, skipped)
+    _print(results, fmt, skipped, who)
     raise typer.Exit(EXIT_OK if all(r.ok for r in results) else EXIT_FINDINGS)
 
 
@@ -158,7 +197,12 @@ def _compare(old: LoadedContract | None, new: LoadedContract | None, target: Tar
     return ContractDiff(new.contract.id, status, old.contract.version, new.contract.version, result)
 
 
-def _print(results: list[ContractDiff], fmt: OutputFormat, unchanged: int) -> None:
+def _print(
+    results: list[ContractDiff],
+    fmt: OutputFormat,
+    unchanged: int,
+    who: tuple[list[ObjectReaders], Telemetry] | None = None,
+) -> None:
     from delta_contracts.diff.report import render_json, render_markdown, render_text
 
     render = {
@@ -167,4 +211,9 @@ def _print(results: list[ContractDiff], fmt: OutputFormat, unchanged: int) -> No
         OutputFormat.MARKDOWN: render_markdown,
         OutputFormat.GITHUB: render_text,
     }
-    print(render[fmt](results, unchanged))
+    text = render[fmt](results, unchanged)
+    if who is not None:
+        from delta_contracts.cli.readers import with_readers
+
+        text = with_readers(text, fmt, *who)
+    print(text)

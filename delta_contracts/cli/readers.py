@@ -1,0 +1,103 @@
+"""`diff --readers`: the readers of each object a change touches, added to diff's output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from delta_contracts.cli.common import EXIT_INPUT, OutputFormat
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.load import LoadedContract, LoadedProject
+    from delta_contracts.diff.report import ContractDiff
+    from delta_contracts.engine.select import EngineChoice
+    from delta_contracts.telemetry.impact import ContractChange, ObjectReaders, Telemetry
+
+
+def readers_of(
+    pairs: Sequence[tuple[LoadedContract | None, LoadedContract | None]],
+    results: Sequence[ContractDiff],
+    project: LoadedProject,
+    sources: Sequence[str],
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+) -> tuple[list[ObjectReaders], Telemetry]:
+    from delta_contracts.contract.model import duration
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import choose
+    from delta_contracts.telemetry.impact import ContractChange, log_telemetry, readers_of_changes
+
+    changes = [
+        ContractChange(old.contract if old else None, new.contract if new else None, result.changes)
+        for (old, new), result in zip(pairs, results, strict=True)
+    ]
+    try:
+        choice = choose(
+            name=engine,
+            url=url,
+            warehouse=warehouse,
+            project=project.project.engine,
+            project_root=project.root,
+        )
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    now = datetime.now(UTC)
+    if sources:
+        telemetry = _from_sources(changes, sources, choice, now)
+    else:
+        telemetry = log_telemetry(choice.warehouse / "_delta_contracts")
+    freshness = duration(project.project.telemetry.freshness)
+    return readers_of_changes(changes, telemetry, now, freshness), telemetry
+
+
+def _from_sources(
+    changes: list[ContractChange], sources: Sequence[str], choice: EngineChoice, now: datetime
+) -> Telemetry:
+    from delta_contracts.engine.select import open_engine
+    from delta_contracts.telemetry.impact import source_telemetry, watched_for
+    from delta_contracts.telemetry.sources import SourceError, parse_source, read_source
+
+    try:
+        specs = [parse_source(s) for s in sources]
+    except SourceError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
+    try:
+        live = open_engine(choice)
+    except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    with live:
+        spark = getattr(live, "spark", None)
+        if spark is None:
+            print(f"error: the {live.name} engine has no Spark session to read sources with", file=sys.stderr)
+            raise typer.Exit(EXIT_INPUT)
+        try:
+            frames = [(spec.name, read_source(spark, spec)) for spec in specs]
+            return source_telemetry(spark, frames, watched_for(changes), now)
+        except SourceError as err:
+            print(f"error: {err}", file=sys.stderr)
+            raise typer.Exit(EXIT_INPUT) from None
+
+
+def with_readers(text: str, fmt: OutputFormat, items: list[ObjectReaders], telemetry: Telemetry) -> str:
+    """diff's output with the readers added: a section of the text and Markdown, a key of the JSON."""
+    from delta_contracts.telemetry.impact_report import render_markdown, render_text, to_json
+
+    if fmt is OutputFormat.JSON:
+        payload = json.loads(text)
+        payload["readers"] = to_json(items, telemetry)
+        return json.dumps(payload, indent=2)
+    if fmt is OutputFormat.MARKDOWN:
+        return f"{text}\n\n{render_markdown(items, telemetry)}"
+    return f"{text}\n{render_text(items, telemetry)}"

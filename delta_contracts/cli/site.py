@@ -1,0 +1,80 @@
+"""`delta-contracts site -o DIR`: a static, self-contained HTML site with a page per table."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, PathsArgument
+
+
+def site_command(
+    paths: PathsArgument = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the site into.")] = Path(
+        "site"
+    ),
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="Show live state (stamp, drift, the engine's ledger) from this engine: local, spark or "
+            "connect. Without it the site is built from the repository and the warehouse's files alone.",
+        ),
+    ] = None,
+    url: Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")] = None,
+    warehouse: Annotated[
+        Path | None,
+        typer.Option(
+            "--warehouse", help="Warehouse folder: its ledger and readers log (default: contracts.yml)."
+        ),
+    ] = None,
+    validation: Annotated[
+        Path | None,
+        typer.Option("--validation", help="A recorded `validate --format json` result to show per table."),
+    ] = None,
+) -> None:
+    """Write a static HTML site (index.html and a page per table, no network needed): the contract, its
+    versions in git with each change's class, the migrations and their phases, deprecations, readers over
+    time, drift (with --engine) and the last recorded validate result."""
+    from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import choose
+    from delta_contracts.site.gather import gather
+    from delta_contracts.site.render import write_site
+
+    started = time.perf_counter()
+    contracts = load_valid_contracts(paths)
+    project = contracts.project
+    try:
+        choice = choose(
+            name=engine,
+            url=url,
+            warehouse=warehouse,
+            project=project.project.engine,
+            project_root=project.root,
+        )
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    if validation is not None and not validation.is_file():
+        print(f"error: --validation {validation}: no such file", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    try:
+        if engine is None:
+            site = gather(contracts.contracts, project, choice.warehouse, validation=validation)
+        else:
+            from delta_contracts.cli.tables import _open
+
+            with _open(contracts, engine, url, warehouse, read_only=True) as live:
+                site = gather(contracts.contracts, project, choice.warehouse, live, validation)
+    except ValueError as err:  # an unreadable --validation file (json.JSONDecodeError is a ValueError)
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    written = write_site(site, output)
+    took = time.perf_counter() - started
+    print(f"wrote {len(written)} page(s) to {output}/ in {took:.1f} s: open {output / 'index.html'}")
+    raise typer.Exit(EXIT_OK)

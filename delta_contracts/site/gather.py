@@ -1,0 +1,354 @@
+"""What the site shows of each table, gathered from the repository (contracts, their git history, the
+migrations), the warehouse's own files when it is at hand (the apply ledger and the readers log, read with
+delta-rs: no engine), and, given an engine, the live tables (stamp, drift).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from delta_contracts.apply.ledger import LedgerEntry
+    from delta_contracts.contract.load import LoadedContract, LoadedProject
+    from delta_contracts.diff.history import ContractVersion
+    from delta_contracts.drift import DriftItem
+    from delta_contracts.engine.base import Engine
+    from delta_contracts.telemetry.report import ObjectReport
+
+APPLIED, PENDING, WAITING, FAILED, NOT_NEEDED, UNKNOWN = (
+    "applied",
+    "pending",
+    "waiting at its gate",
+    "failed",
+    "not needed",
+    "unknown",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OpState:
+    index: int
+    phase: str
+    summary: str
+    state: str
+    why: tuple[str, ...] = ()  # a gate's reasons, a failure's error, a forced op's reason
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationState:
+    migration_id: str
+    from_version: str | None
+    to_version: str
+    strategy: str
+    ops: tuple[OpState, ...]
+
+    def phases(self) -> list[tuple[str, str]]:
+        """(phase, state) in phase order: failed, waiting, pending or applied (the least advanced op wins)."""
+        order = [FAILED, WAITING, PENDING, UNKNOWN, APPLIED, NOT_NEEDED]
+        out: dict[str, str] = {}
+        for op in self.ops:
+            now = out.get(op.phase)
+            out[op.phase] = op.state if now is None or order.index(op.state) < order.index(now) else now
+        return list(out.items())
+
+
+@dataclass(frozen=True, slots=True)
+class Deprecation:
+    object: str
+    since: str  # the contract version that deprecated it
+    replaced_by: str | None
+    window: str  # deprecation_window (ISO-8601)
+    marked_at: datetime | None  # when the mark reached the table (the ledger), if known
+    ends_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class TablePage:
+    loaded: LoadedContract
+    file: str
+    history: list[ContractVersion]
+    migrations: list[MigrationState]
+    migrations_error: str
+    deprecations: list[Deprecation]
+    readers: list[ObjectReport]
+    drift: list[DriftItem] | None  # None: no engine given
+    live: dict[str, str] | None  # the live table and its stamp, with an engine
+    validation: dict[str, Any] | None  # this table's entry of a recorded `validate --format json`
+
+    @property
+    def contract_id(self) -> str:
+        return self.loaded.contract.id
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    pages: list[TablePage]
+    generated_at: datetime
+    sources: dict[str, str] = field(default_factory=dict)  # what was read: ledger, readers log, engine, …
+
+
+def gather(
+    contracts: Sequence[LoadedContract],
+    project: LoadedProject,
+    warehouse: Path,
+    engine: Engine | None = None,
+    validation: Path | None = None,
+    now: datetime | None = None,
+) -> Site:
+    from delta_contracts.contract.load import display_path
+    from delta_contracts.diff.history import contract_history
+
+    now = now or datetime.now(UTC)
+    state_dir = warehouse / "_delta_contracts"
+    entries, ledger_note = _ledger(engine, state_dir)
+    rows, readers_note = _reader_rows(state_dir)
+    recorded = _validation(validation)
+    sources = {"ledger": ledger_note, "readers log": readers_note}
+    sources["live tables"] = f"engine {engine.name}" if engine is not None else "not read (no --engine)"
+    if validation is not None:
+        sources["validate"] = str(validation)
+    pages = []
+    for loaded in sorted(contracts, key=lambda c: c.contract.id):
+        contract = loaded.contract
+        migrations, error = _migrations(project, contract.id, entries, state_dir, now)
+        drift, live = _live(engine, project, loaded, entries) if engine is not None else (None, None)
+        pages.append(
+            TablePage(
+                loaded,
+                display_path(loaded.path),
+                contract_history(loaded.path, project),
+                migrations,
+                error,
+                _deprecations(loaded, entries, project),
+                _readers(loaded, rows),
+                drift,
+                live,
+                recorded.get(contract.id.casefold()),
+            )
+        )
+    return Site(pages, now, sources)
+
+
+def _ledger(engine: Engine | None, state_dir: Path) -> tuple[list[LedgerEntry] | None, str]:
+    from delta_contracts.apply.ledger import Ledger
+    from delta_contracts.engine.state_table import StateTableError
+
+    if engine is not None:
+        table = engine.ledger_table()
+        try:
+            return Ledger(table).entries(), f"ledger {table.where}"
+        except StateTableError as err:
+            return None, f"ledger unreadable: {err}"
+    if not (state_dir / "ledger").is_dir():
+        return None, f"no ledger at {state_dir / 'ledger'} (give --warehouse, or --engine)"
+    try:
+        return Ledger(state_dir).entries(), f"ledger {state_dir / 'ledger'}"
+    except StateTableError as err:
+        return None, f"ledger unreadable: {err}"
+
+
+def _reader_rows(state_dir: Path) -> tuple[list[dict[str, object]], str]:
+    from delta_contracts.telemetry.log import read_rows
+    from delta_contracts.telemetry.store import readers_path
+
+    path = readers_path(state_dir)
+    if not path.is_dir():
+        return [], f"no readers log at {path}"
+    return read_rows(state_dir), f"readers log {path}"
+
+
+def _validation(path: Path | None) -> dict[str, dict[str, Any]]:
+    if path is None:
+        return {}
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        shown = f"--validation {path}: not the JSON `validate --format json` writes"
+        raise ValueError(f"{shown}: {err}") from None
+    tables = payload.get("tables", []) if isinstance(payload, dict) else []
+    return {str(t.get("contract", "")).casefold(): t for t in tables if isinstance(t, dict)}
+
+
+def _migrations(
+    project: LoadedProject,
+    contract_id: str,
+    entries: list[LedgerEntry] | None,
+    state_dir: Path,
+    now: datetime,
+) -> tuple[list[MigrationState], str]:
+    from delta_contracts.apply import ledger as lg
+    from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
+    from delta_contracts.contract.model import duration, semver_tuple
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+
+    folder = table_folder(project.root / project.project.migrations, contract_id)
+    try:
+        verify(folder)
+        history = load_history(folder)
+    except IntegrityError as err:
+        return [], str(err)
+    freshness = duration(project.project.telemetry.freshness)
+    status = lg.op_status(entries) if entries is not None else {}
+    baseline = lg.created_version(entries, contract_id) if entries is not None else None
+    out = []
+    for stored in history:
+        migration = stored.migration
+        skipped = baseline is not None and semver_tuple(migration.to_version) <= semver_tuple(baseline)
+        ops = []
+        for index, op in enumerate(migration.ops, start=1):
+            last = status.get((contract_id, stored.migration_id, index))
+            why: tuple[str, ...] = ()
+            if entries is None:
+                state = UNKNOWN
+            elif skipped:
+                state = NOT_NEEDED
+                why = (f"the table was created at {baseline}",)
+            elif last is not None and last.status in lg.DONE:
+                state = APPLIED
+                why = (f"forced: {last.reason}",) if last.status == lg.Status.FORCED else ()
+            elif last is not None and last.status == lg.Status.FAILED:
+                state, why = FAILED, (last.error,)
+            elif (gate := getattr(op, "gate", None)) is not None:
+                mark = mark_of(migration.ops, op, gate)
+                when = marked_at(entries, (contract_id, stored.migration_id, mark)) if mark else None
+                verdict = evaluate(
+                    replace(gate, objects=under_later_names(gate.objects, entries)),
+                    marked=when,
+                    state_dir=state_dir,
+                    now=now,
+                    freshness=freshness,
+                )
+                state = PENDING if verdict.open else WAITING
+                why = verdict.reasons or (f"gate open: {gate.describe()}",)
+            else:
+                state = PENDING
+            ops.append(OpState(index, op.phase.value, op.summary(), state, why))
+        out.append(
+            MigrationState(
+                stored.migration_id,
+                migration.from_version,
+                migration.to_version,
+                migration.strategy,
+                tuple(ops),
+            )
+        )
+    return out, ""
+
+
+def _deprecations(
+    loaded: LoadedContract, entries: list[LedgerEntry] | None, project: LoadedProject
+) -> list[Deprecation]:
+    """Deprecated columns and the names a rename left behind; the mark's time from the ledger."""
+    from delta_contracts.contract.model import Versioning, duration, semver_tuple
+    from delta_contracts.plan.ops import MarkDeprecated
+
+    contract = loaded.contract
+    window = contract.evolution.deprecation_window
+    marks: dict[str, datetime] = {}
+    if entries is not None:
+        marks = _mark_times(project, contract.id, entries, MarkDeprecated)
+    found = []
+    table = contract.id.casefold()
+    for column in contract.columns:
+        if column.deprecated is not None:
+            name = column.name.casefold()
+            found.append((f"{table}.{name}", name, column.deprecated.since, column.deprecated.replaced_by))
+        if column.renamed_from:
+            name = column.renamed_from.casefold()
+            found.append((f"{table}.{name}", name, contract.version, column.name))
+    if contract.table.versioning is Versioning.VERSIONED:  # the tables of earlier major versions
+        major = semver_tuple(contract.version)[0]
+        for old in range(1, major):
+            found.append((f"{table}__v{old}", f"{table}__v{old}", f"{old + 1}.0.0", f"{table}__v{major}"))
+    out = []
+    for obj, key, since, replaced_by in found:
+        marked = marks.get(key)
+        ends = marked + duration(window) if marked else None
+        out.append(Deprecation(obj, since, replaced_by, window, marked, ends))
+    return out
+
+
+def _mark_times(
+    project: LoadedProject, contract_id: str, entries: list[LedgerEntry], kind: type
+) -> dict[str, datetime]:
+    """Column (or deprecated table) -> when the toolkit first set its deprecation mark: the first succeeded
+    mark op in the ledger."""
+    from delta_contracts.apply.gates import marked_at
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+    from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE, table_name
+
+    try:
+        history = load_history(table_folder(project.root / project.project.migrations, contract_id))
+    except IntegrityError:
+        return {}
+    out: dict[str, datetime] = {}
+    for stored in history:
+        for index, op in enumerate(stored.migration.ops, start=1):
+            if not isinstance(op, kind):
+                continue
+            properties = dict(op.properties)  # type: ignore[attr-defined]
+            when = marked_at(entries, (contract_id, stored.migration_id, index))
+            if when is None:
+                continue
+            if properties.get(DEPRECATED_TABLE, "").casefold() == "true":
+                out.setdefault(table_name(op.table).casefold(), when)
+            for column in json.loads(properties.get(DEPRECATED_COLUMNS) or "[]"):
+                out.setdefault(str(column).casefold(), when)
+    return out
+
+
+def _readers(loaded: LoadedContract, rows: list[dict[str, object]]) -> list[ObjectReport]:
+    """Readers per deprecated object of this table over time: every logged name of the table (its
+    physical versions too) and every object the contract deprecates."""
+    import re
+
+    from delta_contracts.telemetry.objects import deprecated_in_contract
+    from delta_contracts.telemetry.report import build_report
+
+    contract = loaded.contract
+    table = re.escape(contract.id.casefold())
+    mine = re.compile(rf"^{table}(?:__v\d+)?(?:\.[^.]+)?$")
+    logged = sorted({str(r["object"]) for r in rows if mine.match(str(r["object"]))})
+    objects = list(dict.fromkeys([*deprecated_in_contract(contract), *logged]))
+    if not objects:
+        return []
+    names = tuple(c.name for c in contract.consumers)
+    relevant = [r for r in rows if mine.match(str(r["object"]))]
+    return build_report(relevant, objects, dict.fromkeys(objects, names))
+
+
+def _live(
+    engine: Engine, project: LoadedProject, loaded: LoadedContract, entries: list[LedgerEntry] | None
+) -> tuple[list[DriftItem], dict[str, str]]:
+    from delta_contracts.apply.ledger import claimed
+    from delta_contracts.apply.status import live_physical
+    from delta_contracts.drift import alias_drift, commit_drift, table_drift
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+    from delta_contracts.plan.ops import STAMP_VERSION
+    from delta_contracts.plan.planner import initial_state
+
+    contract = loaded.contract
+    try:
+        history = load_history(table_folder(project.root / project.project.migrations, contract.id))
+        planned = history[-1].state.physical if history else initial_state(contract).physical
+    except IntegrityError:
+        planned = initial_state(contract).physical
+    views = engine.views()
+    physical = live_physical(contract.table_parts, planned, views, lambda t: engine.describe(t) is not None)
+    table = engine.describe(physical)
+    items = table_drift(contract, table, physical) + alias_drift(contract, physical, views)
+    if table is not None:
+        name = ".".join(physical)
+        known = entries or []
+        items += commit_drift(engine.history(physical), lambda v: claimed(known, name, v))
+    live = {
+        "table": ".".join(physical),
+        "exists": "yes" if table is not None else "no",
+        "stamped": (table.properties.get(STAMP_VERSION) if table is not None else None) or "-",
+    }
+    return items, live

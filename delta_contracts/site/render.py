@@ -238,7 +238,17 @@ def _rules(page: TablePage) -> str:
         )
     if quality.volume:
         rows.append(
-            ["(quality)", "volume", escape(f"min {quality.volume.min_rows}, max {quality.volume.max_rows}")]
+            [
+                "(quality)",
+                "volume",
+                escape(
+                    ", ".join(
+                        f"{k} {v}"
+                        for k, v in (("min", quality.volume.min_rows), ("max", quality.volume.max_rows))
+                        if v is not None
+                    )
+                ),
+            ]
         )
     for keys in quality.unique:
         rows.append(["(quality)", "unique", escape(", ".join(keys))])

@@ -1,5 +1,5 @@
-"""Where the toolkit writes: every path built from a name (a contract id, a table, a migration) is proved to lie
-under its root before anything is written there.
+"""Where the toolkit writes: every path built from a name (a contract id, a table, a migration) is proved to
+lie under its root before anything is written there.
 
 Names reach the file system as single path components: `inside(root, "sales.orders")`, never
 `root / "sales/orders"`. The check resolves the path (following symbolic links) and compares it with the

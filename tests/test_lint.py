@@ -186,7 +186,7 @@ def test_valid_constraint_passes(tmp_path: Path) -> None:
 
 
 def test_hostile_names_pass_with_column_mapping(tmp_path: Path) -> None:
-    text = MINIMAL.replace("name: amount", "name: \"a`b (c, d)=列 🚀\"") + (
+    text = MINIMAL.replace("name: amount", 'name: "a`b (c, d)=列 🚀"') + (
         "table: {properties: {delta.columnMapping.mode: name}}\n"
     )
     assert findings(text, tmp_path) == []

@@ -38,6 +38,8 @@ class Status(StrEnum):
     BATCH = "batch"  # one batch of a batched op finished; `watermark` says which
     REHASHED = "rehashed"  # `rehash`: the migration's new checksum is accepted
     CREATED = "created"  # an op of `create` (a table made straight from its contract)
+    LEASE_BROKEN = "lease_broken"  # `apply --break-lease --reason`: an operator freed the table
+    LEDGER_RESTARTED = "ledger_restarted"  # `apply --force --reason` on a stamped table this ledger never saw
 
 
 DONE = frozenset({Status.SUCCEEDED, Status.SKIPPED, Status.FORCED})

@@ -35,10 +35,11 @@ from delta_contracts.sql.dialect import DIALECT
 # Without column mapping Delta refuses these characters in column names (and Parquet stores them badly).
 _UNSTORABLE = set(" ,;{}()\n\t=")
 _RESERVED_PROPERTY_PREFIX = "delta_contracts."
-# A name goes into the migration's `.sql` file back-quoted, and `spark-sql -f` splits that file into statements
-# without knowing back-quotes: a quote, `;`, `\`, `--` or `/*` inside a name opens a string or a comment, or
-# ends the statement, there; a line break can start a line that it drops as a comment. Spark also expands
-# `${…}` in every statement it is given, names included.
+# A name goes into the migration's `.sql` file back-quoted, and `spark-sql -f` drops every line that starts
+# with `--` and then splits the rest into statements. Spark 3.5's splitter does not know back-quotes: a quote,
+# `;`, `--` or `/*` inside a name opens a string or a comment, or ends the statement, there; Spark 4's still
+# takes `\` for an escape. A line break can start a line that the reader drops. Spark also expands `${…}` in
+# every statement it is given, names included.
 _SPLITTER_MARKS = ("'", '"', ";", "\\", "--", "/*", "*/", "${")
 _BOOLEAN_NODES = (
     exp.Predicate,

@@ -128,7 +128,7 @@ class LocalEngine(Engine):
         """`<warehouse>/<schema>/<table>`, proved to lie under the warehouse and outside its state folder."""
         schema, name = self.local_id(table)
         if schema.casefold() == STATE_DIR.casefold():
-            raise EngineError(f"{'.'.join(table)}: schema {schema} is the toolkit's own folder in the warehouse")
+            raise EngineError(f"{'.'.join(table)}: {schema} is the toolkit's own folder of the warehouse")
         try:
             return inside(self.warehouse, schema, name)
         except OutsideRoot as err:

@@ -120,6 +120,23 @@ def error_condition(err: BaseException) -> str | None:
     return str(condition).split(".", 1)[0] if condition else None
 
 
+def session_state_dir(spark: Any) -> Path:
+    """`<the session's spark.sql.warehouse.dir>/_delta_contracts`, where the CLI keeps the ledger and leases
+    of the same warehouse; a Databricks `dbfs:/` warehouse is read through its `/dbfs` mount."""
+    from urllib.parse import unquote, urlparse
+
+    location = str(spark.conf.get("spark.sql.warehouse.dir"))
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return Path(unquote(parsed.path)) / "_delta_contracts"
+    if parsed.scheme == "dbfs" and Path("/dbfs").is_dir():
+        return Path("/dbfs") / unquote(parsed.path).lstrip("/") / "_delta_contracts"
+    raise EngineError(
+        f"the session's warehouse {location} is not a local folder: give the engine a state_dir (a folder "
+        "every runner of this warehouse shares) for the apply ledger and leases"
+    )
+
+
 class SparkEngine(Engine):
     """Runs every op as the SQL the plan renders; reads tables through SQL only (DESCRIBE EXTENDED/HISTORY,
     SHOW TBLPROPERTIES and the table's schema), so one code serves a classic and a Spark Connect session."""
@@ -129,14 +146,15 @@ class SparkEngine(Engine):
     def __init__(
         self,
         spark: Any,
-        state_dir: Path | str = ".delta-contracts",
+        state_dir: Path | str | None = None,
         *,
         owns_session: bool = False,
         ledger: TableId | None = None,
     ) -> None:
         self.spark = spark
         self._owns_session = owns_session  # a session the engine made (Connect) is stopped by close()
-        self.state_dir = Path(state_dir)
+        # The ledger and leases of the session's warehouse, not of the working directory (issue 29, item 3).
+        self.state_dir = Path(state_dir) if state_dir is not None else session_state_dir(spark)
         self.ledger = ledger  # a catalog table for the apply ledger (contracts.yml `engine.ledger`)
         self._databricks: bool | None = None
 
@@ -374,7 +392,7 @@ def without_grpc_fork_handlers() -> None:
 
 
 def connect_engine(
-    url: str, state_dir: Path | str = ".delta-contracts", *, ledger: TableId | None = None
+    url: str, state_dir: Path | str | None = None, *, ledger: TableId | None = None
 ) -> SparkEngine:
     """Spark Connect or Databricks Connect at `url` (sc://host:port/…)."""
     without_grpc_fork_handlers()

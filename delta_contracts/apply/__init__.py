@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
     from delta_contracts.apply.ledger import Ledger
     from delta_contracts.apply.runner import OpReport, TableRun
+    from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
     from delta_contracts.plan.ops import Phase
 
@@ -169,24 +170,47 @@ def break_lease(engine: Engine, contract: str, reason: str) -> str | None:
     return holder.describe()
 
 
+def project_of_migrations(migrations: Path) -> LoadedProject | None:
+    """The project whose `migrations` setting names this folder: a `contracts.yml` in one of the folder's
+    parents or in a folder beside one (as `contracts/contracts.yml` with `migrations: ../migrations`)."""
+    from delta_contracts.contract.errors import ContractError
+    from delta_contracts.contract.load import load_project
+    from delta_contracts.contract.project import PROJECT_FILE
+
+    if not migrations.is_dir():
+        return None
+    wanted = migrations.resolve()
+    for folder in wanted.parents:
+        try:
+            beside = sorted(p / PROJECT_FILE for p in folder.iterdir() if p.is_dir() and p != wanted)
+        except OSError:
+            beside = []
+        for candidate in (folder / PROJECT_FILE, *beside):
+            try:
+                project = load_project(candidate) if candidate.is_file() else None
+            except (ContractError, OSError):
+                continue  # a broken or unreadable project file names no folder
+            if project is not None and (project.root / project.project.migrations).resolve() == wanted:
+                return project
+    return None
+
+
 def engine_for(spark_or_engine: Any, migrations: Path) -> Engine:
     """The engine `apply` runs on. A SparkSession gets the ledger and leases the CLI uses for the same
-    project: those of the warehouse (and catalog ledger) in the `contracts.yml` above `migrations`, else those
-    of the session's own warehouse; never a folder of the working directory (issue 29, item 3)."""
-    from delta_contracts.contract.load import load_project
-    from delta_contracts.contract.project import find_project_file
+    project: those of the warehouse (and catalog ledger) of the `contracts.yml` whose `migrations` folder this
+    is, else those of the session's own warehouse; never a folder of the working directory (issue 29,
+    item 3)."""
     from delta_contracts.create import as_engine
     from delta_contracts.engine.base import Engine
     from delta_contracts.engine.select import choose
 
     if isinstance(spark_or_engine, Engine):
         return spark_or_engine
-    found = find_project_file(migrations) if migrations.exists() else None
-    if found is None:
+    project = project_of_migrations(migrations)
+    if project is None:
         return as_engine(spark_or_engine)
     from delta_contracts.engine.spark import SparkEngine
 
-    project = load_project(found)
     choice = choose(
         name="spark", url=None, warehouse=None, project=project.project.engine, project_root=project.root
     )

@@ -23,8 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.apply.ledger import who
+from delta_contracts.apply.ledger import storage_errors, who
 from delta_contracts.engine.state_table import snapshot_rows
+from delta_contracts.paths import inside
 
 LEASES_DIR = "leases"
 DEFAULT_TTL = timedelta(minutes=30)
@@ -196,7 +197,7 @@ class Lease:
     """Held by one runner for one table; use as a context manager or call acquire()/release()."""
 
     def __init__(self, state_dir: Path, table: str, *, ttl: timedelta = DEFAULT_TTL) -> None:
-        self.location = Path(state_dir) / LEASES_DIR
+        self.location = inside(state_dir, LEASES_DIR)
         self.table = table
         self.ttl = ttl
         self.owner = uuid.uuid4().hex[:12]
@@ -212,7 +213,8 @@ class Lease:
 
         if not (self.location / "_delta_log").is_dir():
             return None
-        return DeltaTable(str(self.location))
+        with storage_errors(f"the lease table at {self.location}", "read"):
+            return DeltaTable(str(self.location))
 
     def _table(self) -> Any:
         """The lease table's latest snapshot, creating the (empty) table first: every decision must be made on
@@ -234,11 +236,9 @@ class Lease:
     def _latest(self, snapshot: Any) -> LeaseRow | None:
         if snapshot is None:
             return None
-        rows = [
-            LeaseRow(**r)
-            for r in snapshot_rows(snapshot, _schema())
-            if str(r["table"]).casefold() == self.table.casefold()
-        ]
+        with storage_errors(f"the lease table at {self.location}", "read"):
+            found = snapshot_rows(snapshot, _schema())
+        rows = [LeaseRow(**r) for r in found if str(r["table"]).casefold() == self.table.casefold()]
         return max(rows, key=lambda r: r.sequence, default=None)
 
     def _commit(self, snapshot: Any, row: LeaseRow) -> bool:

@@ -425,3 +425,20 @@ def _check_reachable(url: str, timeout: float = 5.0) -> None:
             return
     except OSError as err:
         raise EngineError(f"cannot reach Spark Connect at {parsed.hostname}:{port}: {err}") from None
+
+
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_query_context_loggers() -> None:
+    """PySpark logs every error of a statement that has a query context — its Java stack as ~2 KB of JSON on
+    stderr — the moment the error is raised, caught or not: the engine's expected ones too (a DESCRIBE of a
+    table that does not exist yet, on every run). The CLI reports the errors that matter itself."""
+    import logging
+
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # PySpark 3.5 has no such logger
+        return
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)

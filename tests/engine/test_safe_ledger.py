@@ -7,10 +7,13 @@ deleted ledger silently dropped the checksum check: every op ran again as if not
 
 from __future__ import annotations
 
+import itertools
+import os
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from delta_contracts.apply import EXIT_DONE, EXIT_HELD, EXIT_INPUT, apply
@@ -18,24 +21,31 @@ from delta_contracts.apply.lease import Lease
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark import SparkEngine
-from tests.engine.apply_support import REPO, with_schema
+from tests.builders import MINIMAL
 
 pytestmark = pytest.mark.engine
 
 
-def project_with_orders(engine: Engine, root: Path) -> tuple[Path, str]:
-    """A project as `init` lays it out: contracts/contracts.yml (`migrations: ../migrations`, a warehouse of
-    its own), the orders contract and its committed migrations, under a schema of the test's own."""
-    migrations, contract = with_schema(engine, root)
-    (root / "contracts").mkdir()
-    (root / "contracts" / "contracts.yml").write_text(
+_schemas = itertools.count()
+
+
+def project_with_table(engine: Engine, root: Path) -> tuple[Path, str]:
+    """A project as `init` lays it out — contracts/contracts.yml (`migrations: ../migrations`, a warehouse
+    of its own) and one small contract, planned — under a schema of the test's own: (migrations, id)."""
+    contract = f"safeledger{next(_schemas)}_{os.getpid()}.orders"
+    engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{contract.split('.')[0]}`")
+    folder = root / "contracts"
+    folder.mkdir(parents=True)
+    (folder / "contracts.yml").write_text(
         "migrations: ../migrations\nengine: {name: local, warehouse: ../warehouse}\n", encoding="utf-8"
     )
-    text = (REPO / "contracts" / "sales" / "orders.yaml").read_text(encoding="utf-8")
-    schema = contract.split(".")[0]
-    (root / "contracts" / "orders.yaml").write_text(text.replace("sales.orders", contract), encoding="utf-8")
-    assert schema
-    return migrations, contract
+    doc = yaml.safe_load(MINIMAL)
+    doc["id"] = contract
+    doc["columns"][1].pop("checks")  # two ops to apply: create the table, stamp it
+    (folder / "orders.yaml").write_text(yaml.safe_dump(doc), encoding="utf-8")
+    result = CliRunner().invoke(app, ["plan", str(folder)])
+    assert result.exit_code == 0, result.output
+    return root / "migrations", contract
 
 
 def test_the_api_takes_the_cli_s_lease_and_ledger_from_any_directory(
@@ -43,7 +53,7 @@ def test_the_api_takes_the_cli_s_lease_and_ledger_from_any_directory(
 ) -> None:
     spark = spark_engine.spark  # type: ignore[attr-defined]
     project = tmp_path / "project"
-    migrations, contract = project_with_orders(spark_engine, project)
+    migrations, contract = project_with_table(spark_engine, project)
     state = project / "warehouse" / "_delta_contracts"  # where the CLI keeps them for this project
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -64,7 +74,7 @@ def test_the_api_takes_the_cli_s_lease_and_ledger_from_any_directory(
 
 def test_a_deleted_ledger_is_noticed_and_a_new_one_needs_force(spark_engine: Engine, tmp_path: Path) -> None:
     spark = spark_engine.spark  # type: ignore[attr-defined]
-    migrations, contract = with_schema(spark_engine, tmp_path)
+    migrations, contract = project_with_table(spark_engine, tmp_path)
     engine = SparkEngine(spark, tmp_path / "state")
     assert apply(engine, migrations, to_version="1.0.0").exit_code == EXIT_DONE
     shutil.rmtree(tmp_path / "state" / "ledger")
@@ -92,7 +102,7 @@ def test_a_successful_spark_run_logs_no_java_stack(
     from pyspark.logger import PySparkLogger
 
     project = tmp_path / "project"
-    _, contract = project_with_orders(spark_engine, project)
+    _, contract = project_with_table(spark_engine, project)
     records: list[logging.LogRecord] = []
 
     class Keep(logging.Handler):
@@ -122,5 +132,5 @@ def test_a_successful_spark_run_logs_no_java_stack(
         for logger in loggers:
             logger.removeHandler(keep)
     assert result.exit_code == 0, result.output
-    assert "create table" in result.output
+    assert "create table" in result.output.lower()
     assert [r.getMessage()[:120] for r in records] == []

@@ -125,7 +125,9 @@ def session_state_dir(spark: Any) -> Path:
     of the same warehouse; a Databricks `dbfs:/` warehouse is read through its `/dbfs` mount."""
     from urllib.parse import unquote, urlparse
 
-    location = str(spark.conf.get("spark.sql.warehouse.dir"))
+    location = str(spark.conf.get("spark.sql.warehouse.dir", None) or "")
+    if not location:
+        raise EngineError("the session has no spark.sql.warehouse.dir: give the engine a state_dir")
     parsed = urlparse(location)
     if parsed.scheme in ("", "file"):
         return Path(unquote(parsed.path)) / "_delta_contracts"
@@ -153,10 +155,21 @@ class SparkEngine(Engine):
     ) -> None:
         self.spark = spark
         self._owns_session = owns_session  # a session the engine made (Connect) is stopped by close()
-        # The ledger and leases of the session's warehouse, not of the working directory (issue 29, item 3).
-        self.state_dir = Path(state_dir) if state_dir is not None else session_state_dir(spark)
+        # The ledger and leases of the session's warehouse, not of the working directory (issue 29, item 3);
+        # read when first needed: engines that never apply (quality checks on a DataFrame) never ask.
+        self._state_dir = Path(state_dir) if state_dir is not None else None
         self.ledger = ledger  # a catalog table for the apply ledger (contracts.yml `engine.ledger`)
         self._databricks: bool | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        if self._state_dir is None:
+            self._state_dir = session_state_dir(self.spark)
+        return self._state_dir
+
+    @state_dir.setter
+    def state_dir(self, value: Path) -> None:
+        self._state_dir = Path(value)
 
     def ledger_table(self) -> StateTable:
         if self.ledger is None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from delta_contracts.apply import ledger as lg
 from delta_contracts.apply.lease import Lease
 from delta_contracts.cli import app
+from delta_contracts.engine.base import Engine, EngineError
 from tests.engine.apply_support import REPO
 
 pytestmark = pytest.mark.engine
@@ -62,3 +65,25 @@ def test_an_operator_breaks_the_lease_of_a_runner_that_cannot_be_seen(
     assert (
         len(broken) == 1 and "lease_broken" in broken[0] and "reason: its container was deleted" in broken[0]
     )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    table=st.lists(
+        st.one_of(
+            st.text(max_size=12), st.sampled_from(["..", ".", "/", "/tmp/x/OUTSIDE", "_delta_contracts"])
+        ),
+        min_size=2,
+        max_size=3,
+    )
+)
+def test_the_local_engine_puts_no_table_outside_its_warehouse(local_engine: Engine, table: list[str]) -> None:
+    """A table the local engine would create lies under its warehouse and outside its own state folder,
+    whatever the name (issue 29, item 2: `/tmp/x/OUTSIDE.x` made a Delta table outside the warehouse)."""
+    warehouse = Path(local_engine.warehouse).resolve()  # type: ignore[attr-defined]
+    try:
+        location = local_engine.location(tuple(table)).resolve()  # type: ignore[attr-defined]
+    except EngineError:
+        return
+    assert location.is_relative_to(warehouse) and location != warehouse
+    assert not location.is_relative_to(local_engine.state_dir.resolve())

@@ -18,6 +18,7 @@ from tests.engine.apply_support import REPO
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
+HOSTILE_PARTS = ["..", ".", "/", "/tmp/x/OUTSIDE", "_delta_contracts", "a" * 300]
 
 
 def cli(*args: str) -> tuple[int, str]:
@@ -70,9 +71,7 @@ def test_an_operator_breaks_the_lease_of_a_runner_that_cannot_be_seen(
 @settings(max_examples=150, deadline=None)
 @given(
     table=st.lists(
-        st.one_of(
-            st.text(max_size=12), st.sampled_from(["..", ".", "/", "/tmp/x/OUTSIDE", "_delta_contracts"])
-        ),
+        st.one_of(st.text(max_size=12), st.sampled_from(HOSTILE_PARTS)),
         min_size=2,
         max_size=3,
     )

@@ -146,8 +146,6 @@ def unwritable_in_sql(name: str) -> str | None:
     marks = [mark for mark in _SPLITTER_MARKS if mark in name]
     if marks:
         return "it contains " + ", ".join(repr(mark) for mark in marks)
-    if name != name.strip():
-        return "it starts or ends with a space"
     return None
 
 

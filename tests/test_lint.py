@@ -100,7 +100,7 @@ def test_acceptance_cases(tmp_path: Path, old: str, new: str, code: int, expecte
         ),
         (("type: bigint", "type: bigint\n    checks: {regex: '^a'}"), "regex on a column of type bigint"),
         (("type: decimal(12,2)", "type: map<string,int>"), "min on a column of type map<string,int>"),
-        (("name: amount", "name: 'amount;x'"), "which Delta stores only with column mapping"),
+        (("name: amount", "name: 'amount x'"), "which Delta stores only with column mapping"),
         (("type: bigint", "type: bigint\n    default: abc"), "default 'abc' does not fit type bigint"),
     ],
 )
@@ -186,10 +186,52 @@ def test_valid_constraint_passes(tmp_path: Path) -> None:
 
 
 def test_hostile_names_pass_with_column_mapping(tmp_path: Path) -> None:
-    text = MINIMAL.replace("name: amount", "name: \"a`b;\\nc 'd'\"") + (
+    text = MINIMAL.replace("name: amount", 'name: "a`b (c, d)=列 🚀"') + (
         "table: {properties: {delta.columnMapping.mode: name}}\n"
     )
     assert findings(text, tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("a--b", "'--'"),
+        ("a/*b", "'/*'"),
+        ("new\\nline", "'\\n'"),
+        ("it's", '"\'"'),
+        ('say \\"hi\\"', "'\"'"),
+        ("semi;colon", "';'"),
+        ("back\\\\slash", "'\\\\'"),
+        ("${env:HOME}", "'${'"),
+    ],
+)
+def test_names_that_would_break_the_sql_file_are_refused(tmp_path: Path, name: str, shown: str) -> None:
+    """`spark-sql -f` splits the migration's file without knowing back-quotes: such names end statements or
+    open comments and strings there (tests/test_safe_names.py runs Spark's splitter on accepted names)."""
+    text = MINIMAL.replace("name: amount", f'name: "{name}"') + (
+        "table: {properties: {delta.columnMapping.mode: name}}\n"
+        f'constraints:\n  - {{name: "{name}", expression: "order_id > 0"}}\n'
+    )
+    found = findings(text, tmp_path)
+    assert [f.split(": ")[1] for f in found] == ["columns[1].name", "constraints[0].name"], found
+    assert all("cannot be written into a migration's .sql file: it contains " + shown in f for f in found)
+
+
+@pytest.mark.parametrize(
+    ("table_id", "message"),
+    [
+        ("/tmp/x/OUTSIDE.x", "'/tmp/x/OUTSIDE.x' is not a table id"),
+        ("sales/../../x.y", "is not a table id"),
+        ("t.名前", "'t.名前' is not a table id"),
+        ("t.x/y", "is not a table id"),
+        ("t.1d", "is not a table id"),
+        ("t.a-b", "is not a table id"),
+        ("s." + "a" * 300, "table id is 302 characters long: at most 160"),
+    ],
+)
+def test_ids_are_spark_identifiers_not_paths(tmp_path: Path, table_id: str, message: str) -> None:
+    code, output = cli("lint", str(write(tmp_path, "c.yaml", MINIMAL.replace("sales.orders", table_id))))
+    assert code == 2 and message in output and "Traceback" not in output, output
 
 
 def test_duplicate_ids_across_files(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from delta_contracts.contract.model import Contract
 from delta_contracts.diff.compare import diff
 from delta_contracts.diff.policy import refusals, verdict
 from delta_contracts.live import LiveColumn, LiveTable
+from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, duplicated_key
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere, holds
 from delta_contracts.plan.ops import CopyRows, CreateView, DropCheck, Phase, StampContract
@@ -269,7 +270,8 @@ def test_cutover_catch_up_copies_only_what_changed_where_it_can(
         # The copy and the catch-up refuse an old table sharing a key; the catch-up, a new table too.
         old_key = [dict(populate.mapping)[k] for k in catch_up.key]
         assert populate.rejects is not None and duplicated_key(populate.source, old_key) in populate.rejects
-        target_twins = NoRowsWhere(catch_up.table, duplicated_key(catch_up.table, catch_up.key))
+        new_key = [x.sql(x.column(k)) for k in catch_up.key]  # column names, quoted (issue 29, item 6)
+        target_twins = NoRowsWhere(catch_up.table, duplicated_key(catch_up.table, new_key))
         assert catch_up.precondition() == AllOf((*copied.conditions, target_twins))
     else:
         assert catch_up.precondition() == copied  # the same pre-check of the source rows

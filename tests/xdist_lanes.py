@@ -21,7 +21,7 @@ EXECUTED = ("tests/engine/test_recipes_executed.py::test_recipe_executes_on_delt
 DIFFERENTIAL = "tests/engine/test_recipes_executed.py::test_local_ends_where_spark_ends"
 # Parse with a classic Delta session (tests/spark_parser.py): in the Spark lane it is the suite's own, so the
 # worker runs one JVM instead of two.
-PARSER_TESTS = "tests/test_render_spark.py"
+PARSER_TESTS = ("tests/test_render_spark.py", "tests/test_safe_names.py")
 
 
 def _group(item: pytest.Item) -> str | None:

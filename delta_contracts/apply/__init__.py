@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
     from delta_contracts.apply.ledger import Ledger
     from delta_contracts.apply.runner import OpReport, TableRun
+    from delta_contracts.contract.load import LoadedProject
+    from delta_contracts.engine.base import Engine
     from delta_contracts.plan.ops import Phase
 
 EXIT_DONE, EXIT_FAILED, EXIT_INPUT, EXIT_HELD = 0, 1, 2, 3
@@ -29,6 +31,7 @@ class ApplyResult:
     refused: list[tuple[str, str]] = field(default_factory=list)  # (contract, why nothing ran)
     held: list[LeaseHeld] = field(default_factory=list)  # tables another runner holds
     lost: list[tuple[str, str]] = field(default_factory=list)  # (contract, why): our lease was taken over
+    broken: list[tuple[str, str]] = field(default_factory=list)  # (contract, holder): --break-lease freed it
 
     @property
     def reports(self) -> list[OpReport]:
@@ -63,6 +66,7 @@ def apply(
     phases: Sequence[Phase | str] | None = None,
     dry_run: bool = False,
     force_reason: str | None = None,
+    break_lease_reason: str | None = None,
     batch_rows: int = 1_000_000,
     lease_ttl: timedelta | None = None,
     clock: Callable[[], datetime] | None = None,
@@ -72,18 +76,19 @@ def apply(
 ) -> ApplyResult:
     """Apply the pending migrations under `migrations/<table id>/` (all tables, or `tables`) on `engine`
     (an Engine, or a SparkSession with delta-spark). `clock` is the gates' "now"; `readers_freshness` how
-    recent the readers log must be for a drop's gate to open (`telemetry.freshness` in contracts.yml)."""
+    recent the readers log must be for a drop's gate to open (`telemetry.freshness` in contracts.yml).
+    `break_lease_reason`: free each table from whoever holds its lease first (recorded in the ledger)."""
     from dataclasses import replace
 
     from delta_contracts.apply.lease import LeaseHeld, LeaseLost
     from delta_contracts.apply.runner import ApplyOptions, ApplyRefused, Runner
-    from delta_contracts.create import as_engine
     from delta_contracts.engine.state_table import StateTableError
-    from delta_contracts.plan.migrations import IntegrityError, load_history, verify
+    from delta_contracts.paths import OutsideRoot
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.plan.ops import PHASES, Phase
 
-    live = as_engine(engine)
     root = Path(migrations)
+    live = engine_for(engine, root)
     options = ApplyOptions(
         to_version=to_version,
         phases=frozenset(Phase(p) for p in phases) if phases else frozenset(PHASES),
@@ -103,13 +108,21 @@ def apply(
     names = list(tables) if tables is not None else sorted(p.name for p in root.iterdir() if p.is_dir())
     runner = Runner(live, options)
     for contract in names:
-        folder = root / contract
+        try:
+            folder = table_folder(root, contract)
+        except OutsideRoot as err:
+            result.refused.append((contract, str(err)))
+            continue
         if not folder.is_dir():
             result.refused.append((contract, f"{folder}: no migrations folder (run `delta-contracts plan`)"))
             continue
         try:
             verify(folder)
             history = load_history(folder)
+            if break_lease_reason and not dry_run:
+                holder = break_lease(live, contract, break_lease_reason)
+                if holder is not None:
+                    result.broken.append((contract, holder))
             result.runs.append(runner.apply_table(contract, history))
         except IntegrityError as err:
             result.refused.append((contract, str(err)))
@@ -126,6 +139,84 @@ def apply(
     return result
 
 
+def break_lease(engine: Engine, contract: str, reason: str) -> str | None:
+    """Free `contract`'s table from the runner holding its lease, recording who and why in the ledger; the
+    holder's description, or None when nobody held it."""
+    from delta_contracts.apply import ledger as lg
+    from delta_contracts.apply.lease import Lease
+
+    holder = Lease(engine.state_dir, contract).break_lease(reason)
+    if holder is None:
+        return None
+    user, host, pid = lg.who()
+    at = lg.now()
+    entry = lg.LedgerEntry(
+        contract=contract,
+        migration_id="",
+        table=contract,
+        phase="",
+        op_index=0,
+        op_kind="break_lease",
+        status=lg.Status.LEASE_BROKEN.value,
+        user=user,
+        host=host,
+        pid=pid,
+        started_at=at,
+        ended_at=at,
+        reason=reason,
+        detail=f"broke the lease of {holder.describe()}",
+    )
+    lg.Ledger(engine.ledger_table()).append([entry])
+    return holder.describe()
+
+
+def project_of_migrations(migrations: Path) -> LoadedProject | None:
+    """The project whose `migrations` setting names this folder: a `contracts.yml` in one of the folder's
+    parents or in a folder beside one (as `contracts/contracts.yml` with `migrations: ../migrations`)."""
+    from delta_contracts.contract.errors import ContractError
+    from delta_contracts.contract.load import load_project
+    from delta_contracts.contract.project import PROJECT_FILE
+
+    if not migrations.is_dir():
+        return None
+    wanted = migrations.resolve()
+    for folder in wanted.parents:
+        try:
+            beside = sorted(p / PROJECT_FILE for p in folder.iterdir() if p.is_dir() and p != wanted)
+        except OSError:
+            beside = []
+        for candidate in (folder / PROJECT_FILE, *beside):
+            try:
+                project = load_project(candidate) if candidate.is_file() else None
+            except (ContractError, OSError):
+                continue  # a broken or unreadable project file names no folder
+            if project is not None and (project.root / project.project.migrations).resolve() == wanted:
+                return project
+    return None
+
+
+def engine_for(spark_or_engine: Any, migrations: Path) -> Engine:
+    """The engine `apply` runs on. A SparkSession gets the ledger and leases the CLI uses for the same
+    project: those of the warehouse (and catalog ledger) of the `contracts.yml` whose `migrations` folder this
+    is, else those of the session's own warehouse; never a folder of the working directory (issue 29,
+    item 3)."""
+    from delta_contracts.create import as_engine
+    from delta_contracts.engine.base import Engine
+    from delta_contracts.engine.select import choose
+
+    if isinstance(spark_or_engine, Engine):
+        return spark_or_engine
+    project = project_of_migrations(migrations)
+    if project is None:
+        return as_engine(spark_or_engine)
+    from delta_contracts.engine.spark import SparkEngine
+
+    choice = choose(
+        name="spark", url=None, warehouse=None, project=project.project.engine, project_root=project.root
+    )
+    return SparkEngine(spark_or_engine, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
+
+
 def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reason: str) -> list[str]:
     """Accept the migration files of `contract` as they are now: rewrite its `migrations.sum` and record the
     new checksum of every applied migration that changed, in `ledger` (or the one in a state folder). Returns
@@ -136,10 +227,11 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
         compute_sum,
         load_history,
         migration_files,
+        table_folder,
         write_atomically,
     )
 
-    folder = Path(migrations) / contract
+    folder = table_folder(Path(migrations), contract)
     write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
     if isinstance(ledger, Path):
         ledger = lg.Ledger(ledger)

@@ -5,6 +5,12 @@ decision was made on and with no commit retries: when two processes decide at on
 concurrency lets exactly one commit land (the other gets CommitFailedError, re-reads, and sees the winner).
 That holds on object storage too, where a lock file would not. A lease whose holder is past its expiry, or
 whose process is gone from this host, is taken over, and the takeover is a row of its own.
+
+A pid alone does not say a process is gone: the holder may have run in a container, as pid 1 of its own pid
+namespace, on a host where pid 1 is init. Each row therefore carries the holder's process identity — the
+host's boot id, its pid namespace and its start time — and a holder counts as gone only when this process can
+see that it is (`holder_alive`). What cannot be seen stands until it expires, or until an operator breaks the
+lease (`apply --break-lease --reason`, recorded in the ledger).
 """
 
 from __future__ import annotations
@@ -17,12 +23,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.apply.ledger import who
+from delta_contracts.apply.ledger import storage_errors, who
 from delta_contracts.engine.state_table import snapshot_rows
+from delta_contracts.paths import inside
 
 LEASES_DIR = "leases"
 DEFAULT_TTL = timedelta(minutes=30)
 _ATTEMPTS = 50
+# The inode of the host's own pid namespace (the kernel's PROC_PID_INIT_INO): a process in it sees every
+# process of the machine, those of every container included.
+INITIAL_PID_NAMESPACE = 0xEFFFFFFC
+FREE_ACTIONS = frozenset({"release", "break"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +48,12 @@ class LeaseRow:
     expires: datetime
     sequence: int  # the lease table version this row was committed as: rows are ordered by it
     note: str = ""
+    process: str = ""  # the writer's ProcessIdentity as text; empty in rows of older versions
+
+    def __post_init__(self) -> None:
+        for name in ("note", "process"):  # a column older lease tables lack reads as null
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, "")
 
     def describe(self) -> str:
         return (
@@ -65,6 +82,91 @@ def _schema() -> Any:
     return pa.schema([pa.field(f.name, types.get(f.name, pa.string())) for f in fields(LeaseRow)])
 
 
+@dataclass(frozen=True, slots=True)
+class ProcessIdentity:
+    """A process as the kernel tells it apart: the boot it runs in, its pid namespace, its start time (clock
+    ticks after boot, the same seen from any namespace)."""
+
+    boot: str
+    pid_namespace: int
+    start: int
+
+    def text(self) -> str:
+        return f"{self.boot} {self.pid_namespace} {self.start}"
+
+    @classmethod
+    def parse(cls, text: str) -> ProcessIdentity | None:
+        parts = text.split()
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+            return None
+        return cls(parts[0], int(parts[1]), int(parts[2]))
+
+
+def _pid_namespace(pid: int | str) -> int | None:
+    """The inode of the process's pid namespace; None when it is gone, or hidden from this process
+    (PermissionError is raised for that: a process this one may not inspect)."""
+    try:
+        link = os.readlink(f"/proc/{pid}/ns/pid")  # pid:[4026531836]
+    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+        return None
+    return int(link.split("[", 1)[1].rstrip("]")) if "[" in link else None
+
+
+def _state_and_start(pid: int | str) -> tuple[str, int] | None:
+    """The process's state letter and start time from /proc/<pid>/stat; None when it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[19])  # fields 3 and 22 of proc_pid_stat(5)
+
+
+def this_process() -> ProcessIdentity | None:
+    """This process's identity; None where there is no Linux /proc."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = _pid_namespace("self")
+        stat = _state_and_start("self")
+    except OSError:
+        return None
+    if namespace is None or stat is None:
+        return None
+    return ProcessIdentity(boot, namespace, stat[1])
+
+
+def holder_alive(pid: int, holder: ProcessIdentity, here: ProcessIdentity) -> bool:
+    """Whether the holder process may still run, judged on this host (`here` is this process).
+
+    Another boot: gone. The same pid namespace: its pid names it, if that process started when it did. Another
+    namespace, where its pid means nothing here: a process of that namespace with its start time is looked
+    for; none found means gone only when this process sees that namespace at all (it is the host's own, or
+    other processes of the namespace show); otherwise it cannot be told, and the holder counts as alive."""
+    if holder.boot != here.boot:
+        return False
+    if holder.pid_namespace == here.pid_namespace:
+        stat = _state_and_start(pid)
+        return stat is not None and stat[0] not in {"Z", "X"} and stat[1] == holder.start
+    namespace_seen, blind = False, False
+    for entry in os.scandir("/proc"):
+        # Pid 1 here is the init of this process's own namespace, not of the holder's (and some sandboxes
+        # hide its namespace even from root).
+        if not entry.name.isdigit() or entry.name == "1":
+            continue
+        try:
+            namespace = _pid_namespace(entry.name)
+        except PermissionError:
+            blind = True
+            continue
+        if namespace != holder.pid_namespace:
+            continue
+        namespace_seen = True
+        stat = _state_and_start(entry.name)
+        if stat is not None and stat[0] not in {"Z", "X"} and stat[1] == holder.start:
+            return True
+    sees_everything = here.pid_namespace == INITIAL_PID_NAMESPACE and not blind
+    return not (namespace_seen or sees_everything)
+
+
 def process_alive(pid: int) -> bool:
     """Whether `pid` runs on this host (a zombie — killed, not yet reaped — counts as dead)."""
     try:
@@ -81,16 +183,21 @@ def process_alive(pid: int) -> bool:
 
 
 def _live(row: LeaseRow, now: datetime) -> bool:
-    if row.action == "release" or row.expires <= now:
+    if row.action in FREE_ACTIONS or row.expires <= now:
         return False
-    return row.host != socket.gethostname() or process_alive(row.pid)
+    if row.host != socket.gethostname():
+        return True  # another machine's processes cannot be seen: the lease stands until it expires
+    holder, here = ProcessIdentity.parse(row.process), this_process()
+    if holder is None or here is None:  # a row of an older version, or no /proc here
+        return process_alive(row.pid)
+    return holder_alive(row.pid, holder, here)
 
 
 class Lease:
     """Held by one runner for one table; use as a context manager or call acquire()/release()."""
 
     def __init__(self, state_dir: Path, table: str, *, ttl: timedelta = DEFAULT_TTL) -> None:
-        self.location = Path(state_dir) / LEASES_DIR
+        self.location = inside(state_dir, LEASES_DIR)
         self.table = table
         self.ttl = ttl
         self.owner = uuid.uuid4().hex[:12]
@@ -106,7 +213,8 @@ class Lease:
 
         if not (self.location / "_delta_log").is_dir():
             return None
-        return DeltaTable(str(self.location))
+        with storage_errors(f"the lease table at {self.location}", "read"):
+            return DeltaTable(str(self.location))
 
     def _table(self) -> Any:
         """The lease table's latest snapshot, creating the (empty) table first: every decision must be made on
@@ -128,11 +236,9 @@ class Lease:
     def _latest(self, snapshot: Any) -> LeaseRow | None:
         if snapshot is None:
             return None
-        rows = [
-            LeaseRow(**r)
-            for r in snapshot_rows(snapshot, _schema())
-            if str(r["table"]).casefold() == self.table.casefold()
-        ]
+        with storage_errors(f"the lease table at {self.location}", "read"):
+            found = snapshot_rows(snapshot, _schema())
+        rows = [LeaseRow(**r) for r in found if str(r["table"]).casefold() == self.table.casefold()]
         return max(rows, key=lambda r: r.sequence, default=None)
 
     def _commit(self, snapshot: Any, row: LeaseRow) -> bool:
@@ -145,8 +251,8 @@ class Lease:
         properties = CommitProperties(
             max_commit_retries=0, custom_metadata={"userMetadata": f"delta-contracts lease {row.action}"}
         )
-        try:
-            write_deltalake(snapshot, data, mode="append", commit_properties=properties)
+        try:  # `merge`: a lease table of an older version gets the columns added since
+            write_deltalake(snapshot, data, mode="append", commit_properties=properties, schema_mode="merge")
         except CommitFailedError:
             return False
         return True
@@ -154,8 +260,10 @@ class Lease:
     def _row(self, snapshot: Any, action: str, acquired: datetime, now: datetime, note: str = "") -> LeaseRow:
         user, host, pid = who()
         sequence = int(snapshot.version()) + 1
+        identity = this_process()
+        process = identity.text() if identity is not None else ""
         return LeaseRow(
-            self.table, self.owner, action, user, host, pid, acquired, now + self.ttl, sequence, note
+            self.table, self.owner, action, user, host, pid, acquired, now + self.ttl, sequence, note, process
         )
 
     def acquire(self) -> Lease:
@@ -164,7 +272,7 @@ class Lease:
             holder = self._latest(snapshot)
             now = datetime.now(UTC)
             action, note = "acquire", ""
-            if holder is not None and holder.action != "release" and holder.owner != self.owner:
+            if holder is not None and holder.action not in FREE_ACTIONS and holder.owner != self.owner:
                 if _live(holder, now):
                     raise LeaseHeld(self.table, holder)
                 action = "takeover"
@@ -182,7 +290,7 @@ class Lease:
         for _ in range(_ATTEMPTS):
             snapshot = self._table()
             holder = self._latest(snapshot)
-            if holder is None or holder.owner != self.owner or holder.action == "release":
+            if holder is None or holder.owner != self.owner or holder.action in FREE_ACTIONS:
                 raise LeaseLost(
                     f"the lease on {self.table} is no longer ours: {holder and holder.describe()}"
                 )
@@ -192,6 +300,21 @@ class Lease:
                 self.expires = row.expires
                 return
         raise LeaseLost(f"could not renew the lease on {self.table}: the lease table is too busy")
+
+    def break_lease(self, reason: str) -> LeaseRow | None:
+        """Free the table whoever holds it (an operator's decision: the holder cannot be seen to be gone), as
+        a `break` row saying why; the holder, if it still runs, stops at its next renewal. Returns the broken
+        holder's row, or None when nobody held the table."""
+        for _ in range(_ATTEMPTS):
+            snapshot = self._table()
+            holder = self._latest(snapshot)
+            now = datetime.now(UTC)
+            if holder is None or holder.action in FREE_ACTIONS or holder.expires <= now:
+                return None
+            note = f"broke the lease of {holder.describe()}: {reason}"
+            if self._commit(snapshot, self._row(snapshot, "break", now, now, note)):
+                return holder
+        raise LeaseLost(f"could not break the lease on {self.table}: the lease table is too busy")
 
     def renew_if_due(self) -> None:
         if self.expires is None or self.expires - datetime.now(UTC) < self.ttl / 2:

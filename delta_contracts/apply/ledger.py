@@ -17,14 +17,17 @@ import hashlib
 import json
 import os
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.engine.state_table import PathStateTable, StateTable
+from delta_contracts.contract.errors import first_line
+from delta_contracts.engine.state_table import PathStateTable, StateTable, StateTableError
+from delta_contracts.paths import inside
 
 LEDGER_DIR = "ledger"
 
@@ -39,6 +42,8 @@ class Status(StrEnum):
     REHASHED = "rehashed"  # `rehash`: the migration's new checksum is accepted
     CREATED = "created"  # an op of `create` (a table made straight from its contract)
     DISCARDED = "discarded"  # `discard`: a planned migration that never reached the table was removed
+    LEASE_BROKEN = "lease_broken"  # `apply --break-lease --reason`: an operator freed the table
+    LEDGER_RESTARTED = "ledger_restarted"  # `apply --force --reason` on a stamped table this ledger never saw
 
 
 DONE = frozenset({Status.SUCCEEDED, Status.SKIPPED, Status.FORCED})
@@ -112,12 +117,33 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+@contextmanager
+def storage_errors(what: str, doing: str) -> Iterator[None]:
+    """A toolkit table (the ledger, the leases) that cannot be read or written — a corrupted or half-deleted
+    commit, a truncated data file — as one StateTableError line naming it; delta-rs's messages carry a Rust
+    backtrace that has no place on a terminal."""
+    from deltalake.exceptions import DeltaError
+    from pyarrow import ArrowException
+
+    try:
+        yield
+    except StateTableError:
+        raise
+    except (DeltaError, ArrowException, OSError, ValueError) as err:
+        raise StateTableError(f"{what} cannot be {doing}: {first_line(err)}") from None
+    except BaseException as err:
+        if type(err).__name__ != "PanicException":  # pyo3's: delta-rs gave up on the log it read
+            raise
+        raise StateTableError(f"{what} cannot be {doing}: {first_line(err)}") from None
+
+
 class Ledger:
     """The ledger's rows in a state table: `Ledger(state_dir)` is the default one at
     `<state_dir>/ledger`; an engine names its own with `Ledger(engine.ledger_table())`."""
 
     def __init__(self, where: Path | StateTable) -> None:
-        self.table: StateTable = PathStateTable(where / LEDGER_DIR) if isinstance(where, Path) else where
+        located = PathStateTable(inside(where, LEDGER_DIR)) if isinstance(where, Path) else where
+        self.table: StateTable = located
 
     @property
     def where(self) -> str:
@@ -128,16 +154,18 @@ class Ledger:
         if not entries:
             return
         stamp = now()
-        self.table.append(
-            [asdict(replace(e, recorded_at=stamp, seq=i)) for i, e in enumerate(entries)], _schema()
-        )
+        rows = [asdict(replace(e, recorded_at=stamp, seq=i)) for i, e in enumerate(entries)]
+        with storage_errors(f"the ledger at {self.where}", "written"):
+            self.table.append(rows, _schema())
 
     def entries(self, contracts: Iterable[str] | None = None) -> list[LedgerEntry]:
         """Every row (of `contracts` only, when given), in the order they were recorded."""
         wanted = {c.casefold() for c in contracts} if contracts is not None else None
         names = {f.name for f in fields(LedgerEntry)}
         out = []
-        for row in self.table.read(_schema()):
+        with storage_errors(f"the ledger at {self.where}", "read"):
+            rows = self.table.read(_schema())
+        for row in rows:
             entry = LedgerEntry(**{k: v for k, v in row.items() if k in names})
             if wanted is None or entry.contract.casefold() in wanted:
                 out.append(entry)

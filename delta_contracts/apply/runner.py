@@ -22,7 +22,7 @@ from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import PHASES, Op, Phase, table_name
+from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase, table_name
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
 
 
@@ -179,12 +179,55 @@ class Runner:
             self._run_table(run, contract, history, lease)
         return run
 
+    def _check_ledger_knows(self, contract: str, history: Sequence[StoredMigration]) -> None:
+        """A ledger with no row of `contract` while one of its tables carries the toolkit's stamp was deleted,
+        moved or is another one: without its rows no applied migration is checked against its checksum, and
+        every op would run again. Refused, unless forced with a reason (recorded as a row of its own)."""
+        for name in sorted({tuple(stored.state.physical) for stored in history}):
+            live = self.engine.describe(name, with_version=False)
+            stamped = live.properties.get(STAMP_VERSION) if live is not None else None
+            if stamped is None:
+                continue
+            why = (
+                f"{table_name(name)} is stamped {stamped} by delta-contracts, but the ledger at "
+                f"{self.ledger.where} has no record of {contract}"
+            )
+            if not self.options.force_reason:
+                raise ApplyRefused(
+                    f"{why}: the ledger was deleted, moved, or is not the one this table was migrated "
+                    "with, and without it changed migrations go unnoticed. Point the engine at the table's "
+                    "ledger, or start a new one here with --force --reason"
+                )
+            at = lg.now()
+            entry = lg.LedgerEntry(
+                contract=contract,
+                migration_id="",
+                table=table_name(name),
+                phase="",
+                op_index=0,
+                op_kind="ledger_restarted",
+                status=lg.Status.LEDGER_RESTARTED.value,
+                run_id=self.run_id,
+                user=self.user,
+                host=self.host,
+                pid=self.pid,
+                started_at=at,
+                ended_at=at,
+                reason=self.options.force_reason,
+                detail=why,
+            )
+            self.ledger.append([entry])
+            self.entries.append(entry)
+            return
+
     def _run_table(
         self, run: TableRun, contract: str, history: Sequence[StoredMigration], lease: Lease | None = None
     ) -> None:
         from delta_contracts.contract.model import semver_tuple
 
         self.entries = self.ledger.entries([contract])
+        if not self.entries and not self.options.dry_run:
+            self._check_ledger_knows(contract, history)
         self._verify_checksums(contract, history)
         baseline = lg.created_version(self.entries, contract)
         wanted = [

@@ -86,8 +86,14 @@ def init_command(
                 print(f"error: no table or alias view {name}", file=sys.stderr)
                 raise typer.Exit(EXIT_INPUT)
             if all_in is not None:
+                from delta_contracts.paths import OutsideRoot, inside
+
                 folder = output or project.root / str(all_in)
-                destination: Path | None = folder / f"{(found.alias or found.physical)[-1]}.yaml"
+                try:  # a catalog's table name is a file name here, never a path
+                    destination: Path | None = inside(folder, f"{(found.alias or found.physical)[-1]}.yaml")
+                except OutsideRoot as err:
+                    print(f"error: {err}", file=sys.stderr)
+                    raise typer.Exit(EXIT_INPUT) from None
             else:
                 destination = output
             failed |= _adopt(live, found, destination, project, owner, chosen, root)

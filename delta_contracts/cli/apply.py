@@ -125,8 +125,16 @@ def apply_command(
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Open shut gates (needs --reason).")] = False,
     reason: Annotated[
-        str | None, typer.Option("--reason", help="Why the gates are forced (recorded).")
+        str | None,
+        typer.Option("--reason", help="Why the gates are forced or the lease broken (recorded)."),
     ] = None,
+    break_lease: Annotated[
+        bool,
+        typer.Option(
+            "--break-lease",
+            help="Free each table from the runner holding its lease first (needs --reason).",
+        ),
+    ] = False,
     batch_rows: Annotated[
         int, typer.Option("--batch-rows", help="Rows per backfill/copy batch.")
     ] = 1_000_000,
@@ -148,14 +156,15 @@ def apply_command(
     from delta_contracts.cli.tables import _open
     from delta_contracts.plan.ops import PHASES
 
-    if force and not (reason and reason.strip()):
-        print(
-            "error: --force needs --reason TEXT (it is recorded in the ledger and the commit)",
-            file=sys.stderr,
-        )
-        raise typer.Exit(EXIT_INPUT)
-    if reason and not force:
-        print("error: --reason goes with --force", file=sys.stderr)
+    for flag, given in (("--force", force), ("--break-lease", break_lease)):
+        if given and not (reason and reason.strip()):
+            print(
+                f"error: {flag} needs --reason TEXT (it is recorded in the ledger)",
+                file=sys.stderr,
+            )
+            raise typer.Exit(EXIT_INPUT)
+    if reason and not (force or break_lease):
+        print("error: --reason goes with --force or --break-lease", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     if phase != "all" and phase not in {p.value for p in PHASES}:
         print(f"error: --phase {phase}: use expand, populate, cutover, contract or all", file=sys.stderr)
@@ -195,6 +204,7 @@ def apply_command(
             phases=None if phase == "all" else [phase],
             dry_run=dry_run,
             force_reason=reason if force else None,
+            break_lease_reason=reason if break_lease else None,
             batch_rows=batch_rows,
             readers_freshness=freshness,
             on_event=progress,
@@ -218,10 +228,13 @@ def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None
             "refused": [{"contract": c, "error": e} for c, e in result.refused],
             "held_by_other_runner": [{"table": h.table, "holder": h.holder.describe()} for h in result.held],
             "lease_lost": [{"contract": c, "error": e} for c, e in result.lost],
+            "lease_broken": [{"contract": c, "holder": h} for c, h in result.broken],
             "takeovers": [{"contract": r.contract, "from": r.takeover} for r in result.runs if r.takeover],
         }
         print(json.dumps(payload, indent=2, ensure_ascii=False, default=str))
         return
+    for contract, holder in result.broken:
+        print(f"{contract}: broke the lease of {holder}")
     for run in result.runs:
         if run.takeover:
             print(f"{run.contract}: took over the lease of {run.takeover}")
@@ -330,12 +343,18 @@ def rehash_command(
     """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
     from delta_contracts.apply import rehash
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.plan.migrations import IntegrityError
+    from delta_contracts.paths import OutsideRoot
+    from delta_contracts.plan.migrations import IntegrityError, table_folder
 
     contracts = load_valid_contracts([contracts_path])
     root = _migrations_root(contracts)
-    if not (root / contract_id).is_dir():
-        print(f"error: {root / contract_id}: no migrations folder", file=sys.stderr)
+    try:
+        folder = table_folder(root, contract_id)
+    except OutsideRoot as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    if not folder.is_dir():
+        print(f"error: {folder}: no migrations folder", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     try:
         with _ledger(contracts, engine, url, warehouse) as ledger:

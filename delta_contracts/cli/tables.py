@@ -75,6 +75,9 @@ def _open(
             file=sys.stderr,
         )
         raise typer.Exit(EXIT_INPUT)
+    from delta_contracts.engine.spark import quiet_query_context_loggers
+
+    quiet_query_context_loggers()
     try:
         return open_engine(choice, allow_rewrite=allow_rewrite)
     except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing

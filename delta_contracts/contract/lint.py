@@ -9,6 +9,7 @@ RLIKE uses Java regexes, which agree on everything but exotic constructs.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime
 
@@ -18,7 +19,7 @@ from sqlglot.errors import ParseError, TokenError
 
 from delta_contracts.contract.errors import Problem, Severity, first_line, plain
 from delta_contracts.contract.load import LoadedContract
-from delta_contracts.contract.model import Column, Contract
+from delta_contracts.contract.model import Column, Contract, printable
 from delta_contracts.contract.typecheck import invalid_types
 from delta_contracts.contract.types import (
     INTEGRALS,
@@ -35,6 +36,12 @@ from delta_contracts.sql.dialect import DIALECT
 # Without column mapping Delta refuses these characters in column names (and Parquet stores them badly).
 _UNSTORABLE = set(" ,;{}()\n\t=")
 _RESERVED_PROPERTY_PREFIX = "delta_contracts."
+# A name goes into the migration's `.sql` file back-quoted, and `spark-sql -f` drops every line that starts
+# with `--` and then splits the rest into statements. Spark 3.5's splitter does not know back-quotes: a quote,
+# `;`, `--` or `/*` inside a name opens a string or a comment, or ends the statement, there; Spark 4's still
+# takes `\` for an escape. A line break can start a line that the reader drops. Spark also expands `${…}` in
+# every statement it is given, names included.
+_SPLITTER_MARKS = ("'", '"', ";", "\\", "--", "/*", "*/", "${")
 _BOOLEAN_NODES = (
     exp.Predicate,
     exp.Connector,
@@ -130,6 +137,35 @@ def _table_name(loaded: LoadedContract) -> Iterator[Problem]:
     for part in loaded.contract.table_parts:
         if _UNSTORABLE & set(part) or not part.strip():
             yield _finding(loaded, ("id",), f"table name part '{part}' cannot be stored by Delta", "DC-L011")
+
+
+def unwritable_in_sql(name: str) -> str | None:
+    """Why `name` cannot be written into a `.sql` file that `spark-sql -f` runs, or None when it can."""
+    controls = sorted({ch for ch in name if unicodedata.category(ch) in ("Cc", "Zl", "Zp")})
+    if controls:
+        return "it contains " + ", ".join(repr(ch) for ch in controls)
+    marks = [mark for mark in _SPLITTER_MARKS if mark in name]
+    if marks:
+        return "it contains " + ", ".join(repr(mark) for mark in marks)
+    return None
+
+
+@checker
+def _names_fit_sql_files(loaded: LoadedContract) -> Iterator[Problem]:
+    c = loaded.contract
+    named: list[tuple[tuple[str | int, ...], str, str]] = []
+    for i, col in enumerate(c.columns):
+        named.append((("columns", i, "name"), "column name", col.name))
+        if col.renamed_from is not None:
+            named.append((("columns", i, "renamed_from"), "renamed_from", col.renamed_from))
+    for k, constraint in enumerate(c.constraints):
+        named.append((("constraints", k, "name"), "constraint name", constraint.name))
+    for path, what, name in named:
+        why = unwritable_in_sql(name)
+        if why is not None:
+            shown = printable(name)
+            message = f"{what} '{shown}' cannot be written into a migration's .sql file: {why}"
+            yield _finding(loaded, path, message, "DC-L017")
 
 
 @checker

@@ -32,7 +32,16 @@ _SEMVER = re.compile(
 _DURATION = re.compile(
     r"^P(?!$)(?:(\d+)Y)?(?:(\d+)M)?(?:(\d+)W)?(?:(\d+)D)?(?:T(?=\d)(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$"
 )
-_TABLE_ID = re.compile(r"^[^.\s`]+(\.[^.\s`]+){1,2}$")
+# A table id is what a user types in Spark SQL without quotes: two or three parts of letters, digits and `_`,
+# none starting with a digit (Spark's parser reads `t.1d`, `t.12L` or `t.1e5` as numbers). Unquoted Spark
+# identifiers are ASCII (`t.名前` does not parse), and the id names a folder of the migrations directory and
+# of the local warehouse, so a path separator can never be part of one.
+_ID_PART = r"[A-Za-z_][A-Za-z0-9_]*"
+_TABLE_ID = re.compile(rf"^{_ID_PART}(\.{_ID_PART}){{1,2}}$")
+# Ids name folders and files (`migrations/<id>/`, the local engine's backups `<id>.v<n>.<time>.<token>`):
+# these bounds keep every such name under the 255 bytes a file name may have.
+MAX_ID_LENGTH = 160
+MAX_VERSION_LENGTH = 64
 
 
 class Frozen(BaseModel):
@@ -42,6 +51,29 @@ class Frozen(BaseModel):
 def _check_semver(value: str) -> str:
     if not isinstance(value, str) or not _SEMVER.match(value):
         raise ValueError(f"'{value}' is not a semantic version (MAJOR.MINOR.PATCH, e.g. 1.4.0)")
+    if len(value) > MAX_VERSION_LENGTH:
+        raise ValueError(f"version is {len(value)} characters long: at most {MAX_VERSION_LENGTH}")
+    return value
+
+
+def printable(text: str) -> str:
+    """`text` for a one-line message: characters that do not print (line breaks, tabs, …) as escapes."""
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def check_table_id(value: str) -> str:
+    """`value` when it is a table id (module comment above); ValueError saying why not otherwise."""
+    if len(value) > MAX_ID_LENGTH:
+        raise ValueError(
+            f"table id is {len(value)} characters long: at most {MAX_ID_LENGTH} "
+            "(it names the table's migrations folder)"
+        )
+    if not _TABLE_ID.match(value):
+        shown = printable(value)
+        raise ValueError(
+            f"'{shown}' is not a table id: use schema.table or catalog.schema.table, each part letters, "
+            "digits and _ (not starting with a digit)"
+        )
     return value
 
 
@@ -293,9 +325,7 @@ class Contract(Frozen):
     @field_validator("id")
     @classmethod
     def _table_id(cls, value: str) -> str:
-        if not _TABLE_ID.match(value):
-            raise ValueError(f"'{value}' is not a table id: use schema.table or catalog.schema.table")
-        return value
+        return check_table_id(value)
 
     @property
     def table_parts(self) -> tuple[str, ...]:

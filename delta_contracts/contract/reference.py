@@ -28,8 +28,9 @@ from delta_contracts.contract.project import Project
 FIELD_DOCS: dict[str, str] = {
     # --- a contract file ---
     "apiVersion": "Format of the file; always `delta-contracts/v1`.",
-    "id": "The logical table: `schema.table` or `catalog.schema.table`. For versioned tables it is the "
-    "name of the alias view readers query.",
+    "id": "The logical table: `schema.table` or `catalog.schema.table`, each part letters, digits and `_` "
+    "(not starting with a digit), as Spark SQL reads it unquoted; at most 160 characters (it names the "
+    "table's migrations folder). For versioned tables it is the name of the alias view readers query.",
     "version": "Semantic version of the contract. `diff` checks that the bump is at least what the "
     "changes require.",
     "owner": "The team answerable for the table.",
@@ -52,7 +53,8 @@ FIELD_DOCS: dict[str, str] = {
     "table.comment": "Free text about the physical table (not applied; the table comment is the "
     "contract `description`).",
     "columns": "The columns, in table order (at least one).",
-    "columns[].name": "Column name, as Delta stores it (matched case-insensitively, as Delta does).",
+    "columns[].name": "Column name, as Delta stores it (matched case-insensitively, as Delta does). No "
+    "line breaks, quotes, `;`, `\\`, `--`, `/*` or `${`: `spark-sql -f` would misread the migration's file.",
     "columns[].type": "Spark SQL type: `string`, `int`, `bigint`, `double`, `decimal(12,2)`, `date`, "
     "`timestamp`, `timestamp_ntz`, `boolean`, `binary`, `array<…>`, `map<…,…>`, `struct<…>`.",
     "columns[].nullable": "`false` makes the column NOT NULL.",
@@ -75,7 +77,7 @@ FIELD_DOCS: dict[str, str] = {
     "columns[].tags": "Free-form labels of the column.",
     "columns[].pii": "The column holds personal data.",
     "constraints": "Table-level CHECK constraints over several columns.",
-    "constraints[].name": "Constraint name in Delta.",
+    "constraints[].name": "Constraint name in Delta (the same characters as a column name are refused).",
     "constraints[].expression": "A Spark SQL boolean expression every row must satisfy.",
     "quality": "Data expectations checked by `validate`, not by DDL.",
     "quality.freshness": "The newest row must be recent.",

@@ -41,6 +41,7 @@ from delta_contracts.engine.delta_spark_path import DeltaSparkPath
 from delta_contracts.engine.local_routes import TableFacts, Tool, project, route
 from delta_contracts.engine.rewrite import StepHook
 from delta_contracts.live import Commit, LiveTable, TableId
+from delta_contracts.paths import OutsideRoot, inside
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import (
@@ -124,8 +125,14 @@ class LocalEngine(Engine):
         return tuple(table[-2:])
 
     def location(self, table: TableId) -> Path:
+        """`<warehouse>/<schema>/<table>`, proved to lie under the warehouse and outside its state folder."""
         schema, name = self.local_id(table)
-        return self.warehouse / schema / name
+        if schema.casefold() == STATE_DIR.casefold():
+            raise EngineError(f"{'.'.join(table)}: {schema} is the toolkit's own folder of the warehouse")
+        try:
+            return inside(self.warehouse, schema, name)
+        except OutsideRoot as err:
+            raise EngineError(f"{'.'.join(table)}: not a table the warehouse can hold: {err}") from None
 
     def _views_file(self) -> Path:
         return self.state / "views.json"

@@ -120,6 +120,25 @@ def error_condition(err: BaseException) -> str | None:
     return str(condition).split(".", 1)[0] if condition else None
 
 
+def session_state_dir(spark: Any) -> Path:
+    """`<the session's spark.sql.warehouse.dir>/_delta_contracts`, where the CLI keeps the ledger and leases
+    of the same warehouse; a Databricks `dbfs:/` warehouse is read through its `/dbfs` mount."""
+    from urllib.parse import unquote, urlparse
+
+    location = str(spark.conf.get("spark.sql.warehouse.dir", None) or "")
+    if not location:
+        raise EngineError("the session has no spark.sql.warehouse.dir: give the engine a state_dir")
+    parsed = urlparse(location)
+    if parsed.scheme in ("", "file"):
+        return Path(unquote(parsed.path)) / "_delta_contracts"
+    if parsed.scheme == "dbfs" and Path("/dbfs").is_dir():
+        return Path("/dbfs") / unquote(parsed.path).lstrip("/") / "_delta_contracts"
+    raise EngineError(
+        f"the session's warehouse {location} is not a local folder: give the engine a state_dir (a folder "
+        "every runner of this warehouse shares) for the apply ledger and leases"
+    )
+
+
 class SparkEngine(Engine):
     """Runs every op as the SQL the plan renders; reads tables through SQL only (DESCRIBE EXTENDED/HISTORY,
     SHOW TBLPROPERTIES and the table's schema), so one code serves a classic and a Spark Connect session."""
@@ -129,16 +148,28 @@ class SparkEngine(Engine):
     def __init__(
         self,
         spark: Any,
-        state_dir: Path | str = ".delta-contracts",
+        state_dir: Path | str | None = None,
         *,
         owns_session: bool = False,
         ledger: TableId | None = None,
     ) -> None:
         self.spark = spark
         self._owns_session = owns_session  # a session the engine made (Connect) is stopped by close()
-        self.state_dir = Path(state_dir)
+        # The ledger and leases of the session's warehouse, not of the working directory (issue 29, item 3);
+        # read when first needed: engines that never apply (quality checks on a DataFrame) never ask.
+        self._state_dir = Path(state_dir) if state_dir is not None else None
         self.ledger = ledger  # a catalog table for the apply ledger (contracts.yml `engine.ledger`)
         self._databricks: bool | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        if self._state_dir is None:
+            self._state_dir = session_state_dir(self.spark)
+        return self._state_dir
+
+    @state_dir.setter
+    def state_dir(self, value: Path) -> None:
+        self._state_dir = Path(value)
 
     def ledger_table(self) -> StateTable:
         if self.ledger is None:
@@ -374,7 +405,7 @@ def without_grpc_fork_handlers() -> None:
 
 
 def connect_engine(
-    url: str, state_dir: Path | str = ".delta-contracts", *, ledger: TableId | None = None
+    url: str, state_dir: Path | str | None = None, *, ledger: TableId | None = None
 ) -> SparkEngine:
     """Spark Connect or Databricks Connect at `url` (sc://host:port/…)."""
     without_grpc_fork_handlers()
@@ -407,3 +438,20 @@ def _check_reachable(url: str, timeout: float = 5.0) -> None:
             return
     except OSError as err:
         raise EngineError(f"cannot reach Spark Connect at {parsed.hostname}:{port}: {err}") from None
+
+
+QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+def quiet_query_context_loggers() -> None:
+    """PySpark logs every error of a statement that has a query context — its Java stack as ~2 KB of JSON on
+    stderr — the moment the error is raised, caught or not: the engine's expected ones too (a DESCRIBE of a
+    table that does not exist yet, on every run). The CLI reports the errors that matter itself."""
+    import logging
+
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # PySpark 3.5 has no such logger
+        return
+    for name in QUERY_CONTEXT_LOGGERS:
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)

@@ -92,7 +92,9 @@ class CatchUpRows(Op):
             return copied
         # The source's duplicates are in `rejects` (as for the copy); the new table may have got some since.
         parts = copied.conditions if isinstance(copied, AllOf) else (copied,)
-        return AllOf((*parts, NoRowsWhere(self.table, duplicated_key(self.table, self.key))))
+        # `key` holds column names, and duplicated_key takes SQL: each name goes in as a quoted column.
+        key = [x.sql(x.column(k)) for k in self.key]
+        return AllOf((*parts, NoRowsWhere(self.table, duplicated_key(self.table, key))))
 
     def result_condition(self) -> Condition:
         return AllOf((TableExists(self.source), TableExists(self.table)))

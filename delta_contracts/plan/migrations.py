@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.contract.model import Contract
+from delta_contracts.paths import inside
 from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.planner import TableState, plan
 from delta_contracts.plan.serialize import migration_from_data, migration_to_data
@@ -57,7 +58,8 @@ class PlannedFiles:
 
 
 def table_folder(root: Path, contract_id: str) -> Path:
-    return root / contract_id
+    """`<root>/<contract id>`, proved to lie under `root` (OutsideRoot otherwise): an id is a name."""
+    return inside(root, contract_id)
 
 
 def _h1(data: bytes) -> str:
@@ -183,7 +185,8 @@ def write_migration(folder: Path, planned: PlannedFiles) -> list[Path]:
     """Write the migration's files, then the sum; a crash in between leaves a sum mismatch, not a lie."""
     written = []
     for name, content in planned.files.items():
-        write_atomically(folder / name, content)
-        written.append(folder / name)
+        path = inside(folder, name)
+        write_atomically(path, content)
+        written.append(path)
     write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
     return written

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, FormatOption, OutputFormat, PathsArgument
+from delta_contracts.cli.common import (
+    EXIT_INPUT,
+    EXIT_OK,
+    ConfOption,
+    FormatOption,
+    OutputFormat,
+    PathsArgument,
+)
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 
 if TYPE_CHECKING:
@@ -47,7 +54,11 @@ def _migrations_root(contracts: ContractSet) -> Path:
 
 @contextmanager
 def _ledger(
-    contracts: ContractSet, engine: str | None, url: str | None, warehouse: Path | None
+    contracts: ContractSet,
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+    conf: list[str] | None = None,
 ) -> Iterator[Ledger]:
     """The ledger the flags, environment and contracts.yml choose: the Delta table in the warehouse, read
     with no engine started, or the catalog table contracts.yml names for `spark`/`connect` (through it)."""
@@ -64,6 +75,7 @@ def _ledger(
             warehouse=warehouse,
             project=contracts.project.project.engine,
             project_root=contracts.project.root,
+            conf=conf or (),
         )
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -72,7 +84,7 @@ def _ledger(
         if choice.ledger is None:
             yield Ledger(choice.warehouse / "_delta_contracts")
             return
-        with _open(contracts, engine, url, warehouse) as live:
+        with _open(contracts, engine, url, warehouse, conf=conf) as live:
             yield Ledger(live.ledger_table())
     except StateTableError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -94,6 +106,7 @@ def apply_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     to: Annotated[str | None, typer.Option("--to", help="Apply up to this contract version.")] = None,
     phase: PhaseChoice = "all",
     dry_run: Annotated[
@@ -161,7 +174,7 @@ def apply_command(
     from delta_contracts.contract.model import duration
 
     freshness = duration(contracts.project.project.telemetry.freshness)
-    with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite) as live, status:
+    with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite, conf=conf) as live, status:
         result = apply(
             live,
             _migrations_root(contracts),
@@ -234,6 +247,7 @@ def history_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """The apply ledger, newest first: migration, phase, op, status, Delta version, user, duration, reason."""
@@ -241,7 +255,7 @@ def history_command(
     from delta_contracts.cli.common import load_valid_contracts
 
     contracts = load_valid_contracts([contracts_path])
-    with _ledger(contracts, engine, url, warehouse) as ledger:
+    with _ledger(contracts, engine, url, warehouse, conf) as ledger:
         entries = ledger.entries(ids)
         where = ledger.where
     finished = {(e.run_id, e.key) for e in entries if e.status != Status.STARTED}
@@ -288,6 +302,7 @@ def rehash_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
 ) -> None:
     """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
     from delta_contracts.apply import rehash
@@ -300,7 +315,7 @@ def rehash_command(
         print(f"error: {root / contract_id}: no migrations folder", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     try:
-        with _ledger(contracts, engine, url, warehouse) as ledger:
+        with _ledger(contracts, engine, url, warehouse, conf) as ledger:
             changed = rehash(ledger, root, contract_id, reason=reason)
     except IntegrityError as err:
         print(f"error: {err}", file=sys.stderr)

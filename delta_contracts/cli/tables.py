@@ -13,6 +13,7 @@ from delta_contracts.cli.common import (
     EXIT_FINDINGS,
     EXIT_INPUT,
     EXIT_OK,
+    ConfOption,
     ContractSet,
     FormatOption,
     OutputFormat,
@@ -36,7 +37,11 @@ EngineOption = Annotated[
 UrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
 WarehouseOption = Annotated[
     Path | None,
-    typer.Option("--warehouse", help="Warehouse folder of the local engine (default ./warehouse)."),
+    typer.Option(
+        "--warehouse",
+        help="Warehouse folder (default ./warehouse): the local engine's tables; on spark the managed "
+        "tables' folder and its catalog (metastore_db); the ledger and leases on every engine.",
+    ),
 ]
 
 
@@ -48,6 +53,7 @@ def _open(
     *,
     read_only: bool = False,
     allow_rewrite: bool = False,
+    conf: list[str] | None = None,
 ) -> Engine:
     """The engine the flags, environment and contracts.yml choose. A read-only command (status, drift)
     never creates a warehouse: a folder that does not exist is a mistake (a mistyped --warehouse)."""
@@ -63,18 +69,19 @@ def _open(
             warehouse=warehouse,
             project=project.project.engine,
             project_root=project.root,
+            conf=conf or (),
         )
         print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
-    if read_only and choice.name == "local" and not choice.warehouse.is_dir():
-        print(
-            f"error: no warehouse at {choice.warehouse}: check --warehouse (or contracts.yml "
-            "engine.warehouse); this command only reads, `create` and `apply` make tables",
-            file=sys.stderr,
-        )
-        raise typer.Exit(EXIT_INPUT)
+    if read_only:
+        from delta_contracts.engine.select import active_spark_session
+
+        missing = choice.missing_warehouse(active_session=active_spark_session() is not None)
+        if missing is not None:
+            print(f"error: {missing}", file=sys.stderr)
+            raise typer.Exit(EXIT_INPUT)
     try:
         return open_engine(choice, allow_rewrite=allow_rewrite)
     except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
@@ -122,6 +129,7 @@ def create_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Create each contract's Delta table, or verify an existing one. Exit 1 when it differs."""
@@ -133,7 +141,7 @@ def create_command(
     target = contracts.project.project.target
     results: list[dict[str, object]] = []
     failed = False
-    with _open(contracts, engine, url, warehouse) as live:
+    with _open(contracts, engine, url, warehouse, conf=conf) as live:
         for item in contracts.contracts:
             entry: dict[str, object] = {"contract": item.contract.id, "version": item.contract.version}
             try:
@@ -173,6 +181,7 @@ def drift_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
@@ -184,7 +193,7 @@ def drift_command(
     contracts = load_valid_contracts(paths)
     report: list[dict[str, object]] = []
     drifted = False
-    with _open(contracts, engine, url, warehouse, read_only=True) as live:
+    with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
         entries = _ledger_entries(live)
         for item in contracts.contracts:
             planned, unreadable = _physical(contracts, item.contract)
@@ -242,6 +251,7 @@ def status_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
@@ -254,7 +264,7 @@ def status_command(
     contracts = load_valid_contracts(paths)
     root = contracts.project.root / contracts.project.project.migrations
     rows: list[dict[str, object]] = []
-    with _open(contracts, engine, url, warehouse, read_only=True) as live:
+    with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
         entries = _ledger_entries(live)
         for item in contracts.contracts:
             contract = item.contract

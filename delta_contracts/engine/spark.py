@@ -62,27 +62,65 @@ def local_delta_session(
     target: str = "delta-4",
 ) -> Any:
     """A local classic SparkSession with Delta Lake (jars: see `engine.jars`); `target` names the Delta line
-    (`delta-3` runs only in a PySpark 3.5 virtualenv)."""
-    from pyspark.sql import SparkSession
+    (`delta-3` runs only in a PySpark 3.5 virtualenv). Its catalog is Spark's default (in memory)."""
+    settings = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}
+    if warehouse is not None:
+        settings["spark.sql.warehouse.dir"] = str(warehouse)
+    return _start_session(app_name, {**settings, **delta_jar_settings(target)})
 
+
+def delta_jar_settings(target: str = "delta-4") -> dict[str, str]:
+    """Where the session finds delta-spark: local jar files, else Maven coordinates for Spark to resolve."""
     from delta_contracts.engine.jars import TARGETS, delta_jars
+
+    jars = delta_jars(target)
+    if jars is not None:
+        return {"spark.jars": ",".join(str(p) for p in jars)}
+    return {"spark.jars.packages": TARGETS[target].coordinates}
+
+
+def _start_session(app_name: str, settings: Mapping[str, str]) -> Any:
+    from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName(app_name)
     # Python workers (mapInArrow, UDFs) must run this interpreter, which has the driver's packages (pyarrow):
     # classic PySpark takes the worker's python from PYSPARK_PYTHON only, else `python3` on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for key, value in {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    if warehouse is not None:
-        builder = builder.config("spark.sql.warehouse.dir", str(warehouse))
-    jars = delta_jars(target)
-    if jars is not None:
-        builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    else:
-        builder = builder.config("spark.jars.packages", TARGETS[target].coordinates)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def command_line_session(warehouse: Path, project: Mapping[str, str], command_line: Mapping[str, str]) -> Any:
+    """The session `--engine spark` starts when there is no active one: its catalog persists with the
+    warehouse unless the user configures another (see `engine.spark_session`)."""
+    from delta_contracts.engine.spark_session import (
+        read_spark_defaults,
+        session_settings,
+        spark_defaults_file,
+    )
+
+    found = spark_defaults_file()
+    defaults = read_spark_defaults(found) if found is not None else {}
+    ours = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **delta_jar_settings()}
+    settings = session_settings(
+        ours, warehouse, defaults=defaults, project=project, command_line=command_line
+    )
+    session = _start_session("delta-contracts", settings)
+    quiet_expected_errors()
+    return session
+
+
+def quiet_expected_errors() -> None:
+    """PySpark 4 logs every AnalysisException at ERROR, with the JVM's whole stack, as it is raised; the
+    engine raises and handles some on purpose (DESCRIBE of a table that does not exist yet), and reports
+    the others itself, in one line."""
+    import logging
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 # Error conditions (Spark's error classes) that mean "no Delta table by that name"; any other error is real.
@@ -407,3 +445,52 @@ def _check_reachable(url: str, timeout: float = 5.0) -> None:
             return
     except OSError as err:
         raise EngineError(f"cannot reach Spark Connect at {parsed.hostname}:{port}: {err}") from None
+
+
+def interrupt_between_calls(session: Any) -> None:
+    """Ctrl-C while a statement runs: cancel the session's jobs, then raise KeyboardInterrupt once the
+    call into the JVM has returned, so the command can say one line and exit 130.
+
+    PySpark's own SIGINT handler calls `cancelAllJobs` from inside the interrupted call, on the same Py4J
+    connection, which is then mid-answer ("RuntimeError: reentrant call inside <_io.BufferedReader>"); the
+    KeyboardInterrupt it raises there leaves the connection broken, and every later call (the ledger row,
+    stopping the session) traces. Here the jobs are cancelled from a thread of their own (its own
+    connection), and the interrupt waits for the first moment no Py4J frame is on the main thread's stack.
+    A second Ctrl-C interrupts at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    context = session.sparkContext
+    pending = False
+
+    def in_py4j(frame: Any) -> bool:
+        while frame is not None:
+            if str(frame.f_globals.get("__name__", "")).startswith("py4j"):
+                return True
+            frame = frame.f_back
+        return False
+
+    def raise_when_out(frame: Any, event: str, arg: Any) -> None:
+        if not in_py4j(frame if event != "return" else frame.f_back):
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal pending
+        if pending or not in_py4j(frame):
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+        pending = True
+        threading.Thread(target=_cancel_jobs, args=(context,), daemon=True).start()
+        sys.setprofile(raise_when_out)
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _cancel_jobs(context: Any) -> None:
+    import contextlib
+
+    with contextlib.suppress(Exception):  # the JVM may already be going away: the interrupt still happens
+        context.cancelAllJobs()

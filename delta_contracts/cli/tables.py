@@ -188,7 +188,8 @@ def drift_command(
     from delta_contracts.apply.ledger import claimed
     from delta_contracts.apply.status import live_physical
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.drift import DriftItem, alias_drift, commit_drift, table_drift
+    from delta_contracts.drift import DriftItem, alias_drift, commit_drift, compatibility_drift, table_drift
+    from delta_contracts.quality.read import unreadable_view
 
     contracts = load_valid_contracts(paths)
     report: list[dict[str, object]] = []
@@ -206,6 +207,7 @@ def drift_command(
             if unreadable is not None:
                 items.insert(0, DriftItem("migrations", "", None, None, unreadable))
             items += alias_drift(item.contract, physical, views)
+            items += compatibility_drift(item.contract, views, lambda v: unreadable_view(live, v))
             if table is not None:
                 name = ".".join(physical)
 
@@ -257,9 +259,10 @@ def status_command(
     """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
     from delta_contracts.apply.status import live_physical, pending_migrations
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.drift import write_target
+    from delta_contracts.drift import compatibility_drift, write_target
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.plan.ops import STAMP_VERSION
+    from delta_contracts.quality.read import unreadable_view
 
     contracts = load_valid_contracts(paths)
     root = contracts.project.root / contracts.project.project.migrations
@@ -276,10 +279,11 @@ def status_command(
                 continue
             planned = history[-1].state.physical if history else _physical(contracts, contract)[0]
             table = live.describe(planned)
+            views = live.views()
             # The stamp is the live table's: behind the alias view, or of the contract's name (a migration to
             # the planned table may be pending).
             current = live_physical(
-                contract.table_parts, planned, live.views(), lambda t: live.describe(t) is not None
+                contract.table_parts, planned, views, lambda t: live.describe(t) is not None
             )
             serving = table if current == planned else live.describe(current)
             stamped = serving.properties.get(STAMP_VERSION) if serving else None
@@ -293,8 +297,12 @@ def status_command(
                     "exists": table is not None,
                     "stamped": stamped,
                     "read": contract.id,
-                    "write": write_target(contract, physical, table is not None, live.views()),
+                    "write": write_target(contract, physical, table is not None, views),
                     "pending": pending,
+                    "broken": [
+                        i.message
+                        for i in compatibility_drift(contract, views, lambda v: unreadable_view(live, v))
+                    ],
                 }
             )
     if fmt is OutputFormat.JSON:
@@ -311,6 +319,8 @@ def status_command(
                 f"{row['contract']} contract {row['version']}, table {row['table']} "
                 f"stamped {row['stamped'] or '(not created)'}; {_objects(row)}; pending: {shown}"
             )
+            for broken in row["broken"]:  # type: ignore[attr-defined]
+                print(f"  ✗ {broken}")
     raise typer.Exit(EXIT_OK)
 
 

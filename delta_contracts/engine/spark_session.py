@@ -9,7 +9,8 @@ The catalog: Spark's own default is an in-memory one, which forgets every table 
 `create` then a `drift` in a second process would find nothing). Unless the user configures another one, the
 session uses Spark's Hive support with an embedded Derby metastore at `<warehouse>/metastore_db`: the jars
 ship with PySpark, nothing runs beside the process, and the catalog is wherever the warehouse is. Derby lets
-one JVM at a time open that database: two commands on one warehouse at once wait for each other's end.
+one JVM at a time open that database: a second command on the same warehouse while one runs fails at its
+start (Derby: "Another instance of Derby may have already booted the database").
 """
 
 from __future__ import annotations

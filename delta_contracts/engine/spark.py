@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,14 @@ from delta_contracts.plan.render import render
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
+# Session settings that change what our statements do, pinned for each of them whatever the cluster's
+# defaults: INSERT OVERWRITE (a copy, a copy's first batch) replaces the whole target, never only the
+# partitions its rows fall in (`dynamic` would keep a stale partition the source no longer has); an INSERT
+# refuses a value its column cannot hold rather than store it cut (`LEGACY`), as Spark's default says.
+STATEMENT_SETTINGS = {
+    "spark.sql.sources.partitionOverwriteMode": "static",
+    "spark.sql.storeAssignmentPolicy": "ANSI",
+}
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -186,15 +195,31 @@ class SparkEngine(Engine):
     def run_statement(self, statement: str, *, tag: str | None = None) -> None:
         from pyspark.errors import PySparkException
 
-        if tag:
-            self.spark.conf.set(USER_METADATA_CONF, tag)
         try:
-            self.sql(statement)
+            with self._statement_settings(tag):
+                self.sql(statement)
         except PySparkException as err:
             raise EngineError(first_line(err)) from err
+
+    @contextmanager
+    def _statement_settings(self, tag: str | None) -> Iterator[None]:
+        """The commit tag, and the session settings our statements' meaning depends on (STATEMENT_SETTINGS),
+        set for the statement and put back as they were after it."""
+        settings = {**STATEMENT_SETTINGS, **({USER_METADATA_CONF: tag} if tag else {})}
+        before = {key: self.spark.conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            if before[key] != value:
+                self.spark.conf.set(key, value)
+        try:
+            yield
         finally:
-            if tag:
-                self.spark.conf.unset(USER_METADATA_CONF)
+            for key, value in before.items():
+                if value == settings[key]:
+                    continue
+                if value is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, value)
 
     def close(self) -> None:
         if self._owns_session:
@@ -222,19 +247,15 @@ class SparkEngine(Engine):
             raise EngineError(
                 f"{op.summary()} on {'.'.join(op.table)}: the {self.name} engine cannot: {reason}"
             )
-        if tag:
-            self.spark.conf.set(USER_METADATA_CONF, tag)
         try:
-            if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
-                self.sql(x.sql(exp_create_schema(op.table[:-1])))
-            statement = self._statement(op)
-            if statement is not None:
-                self.sql(statement)
+            with self._statement_settings(tag):
+                if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
+                    self.sql(x.sql(exp_create_schema(op.table[:-1])))
+                statement = self._statement(op)
+                if statement is not None:
+                    self.sql(statement)
         except PySparkException as err:
             raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
-        finally:
-            if tag:
-                self.spark.conf.unset(USER_METADATA_CONF)
         target = op.new_name if isinstance(op, RenameTable) else op.table
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
         return OpOutcome(op.kind, ".".join(target), version, "sql")

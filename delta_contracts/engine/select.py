@@ -32,10 +32,12 @@ class EngineChoice:
         """Why a command that only reads cannot run: the warehouse folder it reads is not there (a mistyped
         --warehouse would otherwise show every table missing and every migration pending). The folder holds
         the local engine's tables, the ledger (unless it is a catalog table) and, for a session `spark`
-        starts, its catalog; a Spark Connect server or a notebook's session keeps the tables elsewhere."""
+        starts, its catalog; a Spark Connect server or a notebook's session keeps the tables elsewhere, and
+        `connect` is left as it was (the server's tables, a ledger folder made on first use)."""
         if self.warehouse.is_dir():
             return None
-        needed = self.name == "local" or self.ledger is None
+        # connect: the tables are the server's, and the folder only the ledger's (made on first use)
+        needed = self.name == "local" or (self.name == "spark" and self.ledger is None)
         if self.name == "spark" and not active_session:
             from delta_contracts.engine.spark_session import USER_CATALOG_KEYS
 

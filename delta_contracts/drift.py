@@ -284,3 +284,32 @@ def write_target(
         return table_name(physical)
     query = alias_view_query(contract.table_parts, views)
     return None if query is None else _view_source(query)
+
+
+def compatibility_drift(
+    contract: Contract,
+    views: Mapping[tuple[str, ...], str],
+    unreadable: Callable[[tuple[str, ...]], str | None],
+) -> list[DriftItem]:
+    """Every compatibility view of an older major (`<table>__v<N>`, N below the contract's) that no longer
+    reads: a later migration dropped or changed a column it needs, and its readers now fail."""
+    import re
+
+    from delta_contracts.contract.model import semver_tuple
+
+    alias = contract.table_parts
+    pattern = re.compile(re.escape(alias[-1]) + r"__v(\d+)", re.IGNORECASE)
+    current = semver_tuple(contract.version)[0]
+    items = []
+    for view in sorted(views):
+        found = pattern.fullmatch(view[-1])
+        if found is None or int(found.group(1)) >= current:
+            continue
+        if tuple(p.casefold() for p in view[-2:-1]) != tuple(p.casefold() for p in alias[-2:-1]):
+            continue
+        why = unreadable(view)
+        if why is not None:
+            name = table_name(view)
+            message = f"compatibility view {name} no longer reads: {why}"
+            items.append(DriftItem("compatibility-view", name, "readable", "broken", message))
+    return items

@@ -300,7 +300,7 @@ def discard(
         ledger = lg.Ledger(ledger)
     entries = ledger.entries([contract])
     if lg.recorded_checksum(entries, contract, migration_id) is not None or lg.done_ops(
-        entries, contract, migration_id
+        entries, contract, history[-1]
     ):
         raise DiscardRefused(
             f"{migration_id} has reached the table (the ledger records ops of it): plan a new migration "

@@ -23,11 +23,15 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.errors import first_line
 from delta_contracts.engine.state_table import PathStateTable, StateTable, StateTableError
 from delta_contracts.paths import inside
+
+if TYPE_CHECKING:
+    from delta_contracts.plan.migrations import StoredMigration
+    from delta_contracts.plan.ops import Op
 
 LEDGER_DIR = "ledger"
 
@@ -81,6 +85,9 @@ class LedgerEntry:
     renamed_from: str = ""  # a rename: the table's name before (its commits so far are claimed under it)
     recorded_at: datetime | None = None
     seq: int = 0  # order within one append
+    # What the op was (`op_checksum`): its row counts for the op of the migration with that content, wherever
+    # re-planning put it, and never for another op that came to stand at its index. Empty in older rows.
+    op_checksum: str = ""
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -183,19 +190,62 @@ def op_status(entries: Sequence[LedgerEntry]) -> dict[tuple[str, str, int], Ledg
     return latest
 
 
-def done_ops(entries: Sequence[LedgerEntry], contract: str, migration_id: str) -> set[int]:
-    return {
-        key[2]
-        for key, entry in op_status(entries).items()
-        if key[:2] == (contract, migration_id) and entry.status in DONE
-    }
+def op_checksum(op: Op) -> str:
+    """The op's content: its kind and every field, as the migration's JSON holds them."""
+    from delta_contracts.plan.serialize import op_to_data
+
+    text = json.dumps(op_to_data(op), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
-def batch_marks(entries: Sequence[LedgerEntry], key: tuple[str, str, int]) -> list[dict[str, Any]]:
-    """Where an unfinished batched op resumes: the batches it finished since the op last finished."""
+def done_ops(entries: Sequence[LedgerEntry], contract: str, stored: StoredMigration) -> set[int]:
+    """The indexes (1-based) of the migration's ops the ledger says finished, matched by content: after a
+    re-plan and `rehash`, an op is done only if an op with the same content finished, wherever it stood.
+
+    Rows written before ops were checksummed name an index only; they count for the op at that index when
+    the file is the one they ran (same migration checksum), or when that op has their kind and SQL."""
+    file_checksum = migration_checksum(stored.sql_path, stored.json_path)
+    latest: dict[str, LedgerEntry] = {}  # the latest final row per op content
+    legacy: dict[int, LedgerEntry] = {}  # the same, per index, for rows without an op checksum
+    for entry in entries:
+        if entry.status in FINAL and (entry.contract, entry.migration_id) == (contract, stored.migration_id):
+            if entry.op_checksum:
+                latest[entry.op_checksum] = entry
+            else:
+                legacy[entry.op_index] = entry
+    done = set()
+    for index, op in enumerate(stored.migration.ops, start=1):
+        found = latest.get(op_checksum(op))
+        if found is not None:
+            if found.status in DONE:
+                done.add(index)
+            continue
+        old = legacy.get(index)
+        if old is not None and old.status in DONE and _same_op(old, op, file_checksum):
+            done.add(index)
+    return done
+
+
+def _same_op(entry: LedgerEntry, op: Op, file_checksum: str) -> bool:
+    if entry.checksum == file_checksum:
+        return True
+    from delta_contracts.plan.render import render
+
+    try:
+        sql = render(op)
+    except TypeError:  # an op with no single statement
+        sql = ""
+    return entry.op_kind == op.kind and entry.sql == sql
+
+
+def batch_marks(
+    entries: Sequence[LedgerEntry], key: tuple[str, str, int], checksum: str = ""
+) -> list[dict[str, Any]]:
+    """Where an unfinished batched op resumes: the batches it finished since the op last finished (rows of
+    another op that stood at the same index before a re-plan do not count)."""
     marks: list[dict[str, Any]] = []
     for entry in entries:
-        if entry.key != key:
+        if entry.key != key or (checksum and entry.op_checksum and entry.op_checksum != checksum):
             continue
         if entry.status in DONE:
             marks = []
@@ -301,6 +351,7 @@ def record_created(
                 phase=op.phase.value,
                 op_index=index,
                 op_kind=op.kind,
+                op_checksum=op_checksum(op),
                 status=Status.CREATED.value,
                 engine=engine,
                 path=outcome.path,

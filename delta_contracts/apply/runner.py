@@ -244,7 +244,7 @@ class Runner:
                 for index, op in enumerate(ops, start=1):
                     self._emit(run, self._report(contract, stored, index, op, OpStatus.SUPERSEDED))
                 continue
-            done = lg.done_ops(self.entries, contract, stored.migration_id)
+            done = lg.done_ops(self.entries, contract, stored)
             todo = [op for i, op in enumerate(ops, start=1) if i not in done]
             try:
                 self.engine.check_supported(todo)
@@ -357,6 +357,7 @@ class Runner:
             phase=op.phase.value,
             op_index=index,
             op_kind=op.kind,
+            op_checksum=lg.op_checksum(op),
             status=status.value,
             run_id=self.run_id,
             sql=_sql(op),
@@ -489,7 +490,7 @@ class Runner:
 
         if batchable(op):
             key = (contract, stored.migration_id, index)
-            marks = lg.batch_marks(self.entries, key)
+            marks = lg.batch_marks(self.entries, key, lg.op_checksum(op))
             batches = plan_batches(self.engine, op, self.options.batch_rows, marks)
             if batches is not None:
                 count = 0

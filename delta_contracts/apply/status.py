@@ -34,7 +34,7 @@ def pending_migrations(
         to = stored.migration.to_version
         if baseline is not None and semver_tuple(to) <= semver_tuple(baseline):
             continue
-        done = lg.done_ops(entries, contract, stored.migration_id)
+        done = lg.done_ops(entries, contract, stored)
         open_phases = {op.phase for i, op in enumerate(stored.migration.ops, start=1) if i not in done}
         if open_phases:
             out.append(Pending(stored.migration_id, tuple(p.value for p in PHASES if p in open_phases)))

@@ -91,6 +91,8 @@ def main() -> None:
         print("interrupted", file=sys.stderr)
         exit_process(130)
     except SystemExit as done:
+        if done.code == 130:  # typer turns a KeyboardInterrupt into exit 130, silently
+            print("interrupted", file=sys.stderr)
         exit_process(done.code)
     exit_process(0)
 

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, FormatOption, OutputFormat, PathsArgument
+from delta_contracts.cli.common import (
+    EXIT_INPUT,
+    EXIT_OK,
+    ConfOption,
+    FormatOption,
+    OutputFormat,
+    PathsArgument,
+)
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 
 if TYPE_CHECKING:
@@ -49,7 +56,11 @@ def _migrations_root(contracts: ContractSet) -> Path:
 
 @contextmanager
 def _ledger(
-    contracts: ContractSet, engine: str | None, url: str | None, warehouse: Path | None
+    contracts: ContractSet,
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+    conf: list[str] | None = None,
 ) -> Iterator[Ledger]:
     """The ledger the flags, environment and contracts.yml choose: the Delta table in the warehouse, read
     with no engine started, or the catalog table contracts.yml names for `spark`/`connect` (through it)."""
@@ -66,6 +77,7 @@ def _ledger(
             warehouse=warehouse,
             project=contracts.project.project.engine,
             project_root=contracts.project.root,
+            conf=conf or (),
         )
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -74,7 +86,7 @@ def _ledger(
         if choice.ledger is None:
             yield Ledger(choice.warehouse / "_delta_contracts")
             return
-        with _open(contracts, engine, url, warehouse) as live:
+        with _open(contracts, engine, url, warehouse, conf=conf) as live:
             yield Ledger(live.ledger_table())
     except StateTableError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -118,6 +130,7 @@ def apply_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     to: Annotated[str | None, typer.Option("--to", help="Apply up to this contract version.")] = None,
     phase: PhaseChoice = "all",
     dry_run: Annotated[
@@ -195,7 +208,7 @@ def apply_command(
     from delta_contracts.contract.model import duration
 
     freshness = duration(contracts.project.project.telemetry.freshness)
-    with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite) as live, status:
+    with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite, conf=conf) as live, status:
         result = apply(
             live,
             _migrations_root(contracts),
@@ -278,6 +291,7 @@ def history_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """The apply ledger, newest first: migration, phase, op, status, Delta version, user, duration, reason."""
@@ -285,7 +299,7 @@ def history_command(
     from delta_contracts.cli.common import load_valid_contracts
 
     contracts = load_valid_contracts([contracts_path])
-    with _ledger(contracts, engine, url, warehouse) as ledger:
+    with _ledger(contracts, engine, url, warehouse, conf) as ledger:
         every = ledger.entries()
         where = ledger.where
     wanted = {i.casefold() for i in ids} if ids else None
@@ -339,6 +353,7 @@ def rehash_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
 ) -> None:
     """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
     from delta_contracts.apply import rehash
@@ -357,7 +372,7 @@ def rehash_command(
         print(f"error: {folder}: no migrations folder", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     try:
-        with _ledger(contracts, engine, url, warehouse) as ledger:
+        with _ledger(contracts, engine, url, warehouse, conf) as ledger:
             changed = rehash(ledger, root, contract_id, reason=reason)
     except IntegrityError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -378,6 +393,7 @@ def discard_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
 ) -> None:
     """Remove the last planned migration when nothing of it reached the table (it failed a pre-check or
     never ran), so that the fixed contract is planned again at the same version. Exit 2 when it ran."""
@@ -389,7 +405,7 @@ def discard_command(
     contracts = load_valid_contracts([contracts_path])
     root = _migrations_root(contracts)
     try:
-        with _ledger(contracts, engine, url, warehouse) as ledger:
+        with _ledger(contracts, engine, url, warehouse, conf) as ledger:
             removed = discard(ledger, root, contract_id, migration_id, reason=reason)
     except (DiscardRefused, IntegrityError) as err:
         print(f"error: {err}", file=sys.stderr)

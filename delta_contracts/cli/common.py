@@ -32,6 +32,15 @@ FormatOption = Annotated[
         help="text, json or markdown; github (lint, diff, plan --check): workflow annotations.",
     ),
 ]
+ConfOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--conf",
+        help="A Spark setting key=value for the session --engine spark starts (repeatable); wins over "
+        "contracts.yml engine.spark_conf and spark-defaults.conf.",
+        show_default=False,
+    ),
+]
 PathsArgument = Annotated[
     list[Path] | None,
     typer.Argument(help="Contract files or folders (default: contracts/).", show_default=False),

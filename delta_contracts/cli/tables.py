@@ -13,6 +13,7 @@ from delta_contracts.cli.common import (
     EXIT_FINDINGS,
     EXIT_INPUT,
     EXIT_OK,
+    ConfOption,
     ContractSet,
     FormatOption,
     OutputFormat,
@@ -36,7 +37,11 @@ EngineOption = Annotated[
 UrlOption = Annotated[str | None, typer.Option("--url", help="sc://host:port for --engine connect.")]
 WarehouseOption = Annotated[
     Path | None,
-    typer.Option("--warehouse", help="Warehouse folder of the local engine (default ./warehouse)."),
+    typer.Option(
+        "--warehouse",
+        help="Warehouse folder (default ./warehouse): the local engine's tables; on spark the managed "
+        "tables' folder and its catalog (metastore_db); the ledger and leases on every engine.",
+    ),
 ]
 
 
@@ -48,6 +53,7 @@ def _open(
     *,
     read_only: bool = False,
     allow_rewrite: bool = False,
+    conf: list[str] | None = None,
 ) -> Engine:
     """The engine the flags, environment and contracts.yml choose. A read-only command (status, drift)
     never creates a warehouse: a folder that does not exist is a mistake (a mistyped --warehouse)."""
@@ -63,18 +69,19 @@ def _open(
             warehouse=warehouse,
             project=project.project.engine,
             project_root=project.root,
+            conf=conf or (),
         )
         print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
-    if read_only and choice.name == "local" and not choice.warehouse.is_dir():
-        print(
-            f"error: no warehouse at {choice.warehouse}: check --warehouse (or contracts.yml "
-            "engine.warehouse); this command only reads, `create` and `apply` make tables",
-            file=sys.stderr,
-        )
-        raise typer.Exit(EXIT_INPUT)
+    if read_only:
+        from delta_contracts.engine.select import active_spark_session
+
+        missing = choice.missing_warehouse(active_session=active_spark_session() is not None)
+        if missing is not None:
+            print(f"error: {missing}", file=sys.stderr)
+            raise typer.Exit(EXIT_INPUT)
     from delta_contracts.engine.spark import quiet_query_context_loggers
 
     quiet_query_context_loggers()
@@ -126,6 +133,7 @@ def create_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Create each contract's Delta table, or verify an existing one. Exit 1 when it differs."""
@@ -137,7 +145,7 @@ def create_command(
     target = contracts.project.project.target
     results: list[dict[str, object]] = []
     failed = False
-    with _open(contracts, engine, url, warehouse) as live:
+    with _open(contracts, engine, url, warehouse, conf=conf) as live:
         for item in contracts.contracts:
             entry: dict[str, object] = {"contract": item.contract.id, "version": item.contract.version}
             try:
@@ -177,18 +185,20 @@ def drift_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
     from delta_contracts.apply.ledger import claimed
     from delta_contracts.apply.status import live_physical
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.drift import DriftItem, alias_drift, commit_drift, table_drift
+    from delta_contracts.drift import DriftItem, alias_drift, commit_drift, compatibility_drift, table_drift
+    from delta_contracts.quality.read import unreadable_view
 
     contracts = load_valid_contracts(paths)
     report: list[dict[str, object]] = []
     drifted = False
-    with _open(contracts, engine, url, warehouse, read_only=True) as live:
+    with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
         entries = _ledger_entries(live)
         for item in contracts.contracts:
             planned, unreadable = _physical(contracts, item.contract)
@@ -201,6 +211,7 @@ def drift_command(
             if unreadable is not None:
                 items.insert(0, DriftItem("migrations", "", None, None, unreadable))
             items += alias_drift(item.contract, physical, views)
+            items += compatibility_drift(item.contract, views, lambda v: unreadable_view(live, v))
             if table is not None:
                 name = ".".join(physical)
 
@@ -248,19 +259,21 @@ def status_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
     from delta_contracts.apply.status import live_physical, pending_migrations
     from delta_contracts.cli.common import load_valid_contracts, migrations_root
-    from delta_contracts.drift import write_target
+    from delta_contracts.drift import compatibility_drift, write_target
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.plan.ops import STAMP_VERSION
+    from delta_contracts.quality.read import unreadable_view
 
     contracts = load_valid_contracts(paths)
     root = migrations_root(contracts)
     rows: list[dict[str, object]] = []
-    with _open(contracts, engine, url, warehouse, read_only=True) as live:
+    with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
         entries = _ledger_entries(live)
         for item in contracts.contracts:
             contract = item.contract
@@ -272,10 +285,11 @@ def status_command(
                 continue
             planned = history[-1].state.physical if history else _physical(contracts, contract)[0]
             table = live.describe(planned)
+            views = live.views()
             # The stamp is the live table's: behind the alias view, or of the contract's name (a migration to
             # the planned table may be pending).
             current = live_physical(
-                contract.table_parts, planned, live.views(), lambda t: live.describe(t) is not None
+                contract.table_parts, planned, views, lambda t: live.describe(t) is not None
             )
             serving = table if current == planned else live.describe(current)
             stamped = serving.properties.get(STAMP_VERSION) if serving else None
@@ -289,8 +303,12 @@ def status_command(
                     "exists": table is not None,
                     "stamped": stamped,
                     "read": contract.id,
-                    "write": write_target(contract, physical, table is not None, live.views()),
+                    "write": write_target(contract, physical, table is not None, views),
                     "pending": pending,
+                    "broken": [
+                        i.message
+                        for i in compatibility_drift(contract, views, lambda v: unreadable_view(live, v))
+                    ],
                 }
             )
     if fmt is OutputFormat.JSON:
@@ -307,6 +325,8 @@ def status_command(
                 f"{row['contract']} contract {row['version']}, table {row['table']} "
                 f"{_stamp_state(row)}; {_objects(row)}; pending: {shown}"
             )
+            for broken in row["broken"]:  # type: ignore[attr-defined]
+                print(f"  ✗ {broken}")
     raise typer.Exit(EXIT_OK)
 
 

@@ -48,6 +48,25 @@ class EngineSettings(Frozen):
     url: str | None = None
     warehouse: str = "./warehouse"
     ledger: str | None = None  # a catalog table for the apply ledger on spark/connect
+    # Spark settings for the session the `spark` engine starts (Hive metastore, Unity Catalog, …): they win
+    # over the toolkit's own and over spark-defaults.conf; `--conf k=v` wins over them.
+    spark_conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("spark_conf", mode="before")
+    @classmethod
+    def _spark_conf_values_are_text(cls, value: Any) -> Any:
+        """YAML reads `true` or `2` as a bool or a number; Spark settings are text, written as Spark spells
+        them (`true`, not `True`)."""
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for key, item in value.items():
+            if isinstance(item, dict | list) or item is None:
+                raise ValueError(
+                    f"spark_conf.{key}: a Spark setting is one value (text, number or true/false)"
+                )
+            out[str(key)] = str(item).lower() if isinstance(item, bool) else str(item)
+        return out
 
     @field_validator("ledger")
     @classmethod

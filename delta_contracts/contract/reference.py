@@ -130,6 +130,9 @@ FIELD_DOCS: dict[str, str] = {
     "project.engine.ledger": "A catalog table (`schema.table` or `catalog.schema.table`) that holds the "
     "apply ledger on `spark` and `connect`, created on first use; without it the ledger is the Delta table "
     "`<warehouse>/_delta_contracts/ledger`, as it always is on `local`.",
+    "project.engine.spark_conf": "Spark settings for the session `--engine spark` starts (a Hive metastore, "
+    "Unity Catalog, …): they win over the toolkit's own and over `spark-defaults.conf`; `--conf k=v` wins "
+    "over them. Ignored by `local` and `connect`.",
     "project.telemetry": "Settings of the deprecation telemetry that the sunset gate of `apply` reads.",
     "project.telemetry.freshness": "How recent every readers-log source's watermark must be for a drop's "
     "gate to open (ISO-8601 duration): a log not collected lately keeps the gate shut.",
@@ -204,6 +207,7 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "project.engine.url": "sc://localhost:15002",
     "project.engine.warehouse": "../warehouse",
     "project.engine.ledger": "ops.delta_contracts_ledger",
+    "project.engine.spark_conf": {"spark.hadoop.hive.metastore.uris": "thrift://metastore:9083"},
     "project.telemetry": {"freshness": "PT6H"},
 }
 

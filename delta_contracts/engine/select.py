@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from delta_contracts.contract.project import EngineSettings
@@ -23,6 +24,31 @@ class EngineChoice:
     url: str | None
     warehouse: Path
     ledger: tuple[str, ...] | None = None  # a catalog table for the ledger (spark/connect only)
+    # Spark settings for the session `spark` starts: contracts.yml's, then `--conf`'s (which win)
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+    command_line_conf: Mapping[str, str] = field(default_factory=dict)
+
+    def missing_warehouse(self, *, active_session: bool) -> str | None:
+        """Why a command that only reads cannot run: the warehouse folder it reads is not there (a mistyped
+        --warehouse would otherwise show every table missing and every migration pending). The folder holds
+        the local engine's tables, the ledger (unless it is a catalog table) and, for a session `spark`
+        starts, its catalog; a Spark Connect server or a notebook's session keeps the tables elsewhere, and
+        `connect` is left as it was (the server's tables, a ledger folder made on first use)."""
+        if self.warehouse.is_dir():
+            return None
+        # connect: the tables are the server's, and the folder only the ledger's (made on first use)
+        needed = self.name == "local" or (self.name == "spark" and self.ledger is None)
+        if self.name == "spark" and not active_session:
+            from delta_contracts.engine.spark_session import USER_CATALOG_KEYS
+
+            user = {**self.spark_conf, **self.command_line_conf}
+            needed = needed or not any(key in user for key in USER_CATALOG_KEYS)
+        if not needed:
+            return None
+        return (
+            f"no warehouse at {self.warehouse}: check --warehouse (or contracts.yml engine.warehouse); "
+            "this command only reads, `create` and `apply` make tables"
+        )
 
 
 def choose(
@@ -32,7 +58,15 @@ def choose(
     warehouse: Path | None,
     project: EngineSettings,
     project_root: Path,
+    conf: Sequence[str] = (),
 ) -> EngineChoice:
+    """`conf`: the command line's `--conf k=v` items (Spark settings for the `spark` engine's session)."""
+    from delta_contracts.engine.spark_session import SparkConfError, parse_conf
+
+    try:
+        command_line_conf = parse_conf(conf)
+    except SparkConfError as err:
+        raise EngineError(str(err)) from None
     chosen = name or os.environ.get(ENV_ENGINE) or project.name
     if chosen not in ENGINES:
         raise EngineError(f"unknown engine '{chosen}': use one of {', '.join(ENGINES)}")
@@ -45,7 +79,17 @@ def choose(
         where = Path(os.environ[ENV_WAREHOUSE])
     else:
         where = project_root / project.warehouse
-    return EngineChoice(chosen, chosen_url, where, project.ledger_table if chosen != "local" else None)
+    ledger = project.ledger_table if chosen != "local" else None
+    return EngineChoice(chosen, chosen_url, where, ledger, dict(project.spark_conf), command_line_conf)
+
+
+def active_spark_session() -> object | None:
+    """The process's active classic SparkSession (a notebook's `spark`), if PySpark is installed."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    return SparkSession.getActiveSession()
 
 
 def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
@@ -59,13 +103,10 @@ def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
 
         assert choice.url is not None
         return connect_engine(choice.url, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
-    from delta_contracts.engine.spark import SparkEngine, local_delta_session
+    from delta_contracts.engine.spark import SparkEngine, command_line_session, interrupt_between_calls
 
-    try:
-        from pyspark.sql import SparkSession
-
-        active = SparkSession.getActiveSession()
-    except ImportError:
-        active = None
-    session = active or local_delta_session(warehouse=choice.warehouse)
+    session = active_spark_session()
+    if session is None:  # the command's own session: Ctrl-C stops it with one line, no Py4J traces
+        session = command_line_session(choice.warehouse, choice.spark_conf, choice.command_line_conf)
+        interrupt_between_calls(session)
     return SparkEngine(session, choice.warehouse / "_delta_contracts", ledger=choice.ledger)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,14 @@ from delta_contracts.plan.render import render
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
+# Session settings that change what our statements do, pinned for each of them whatever the cluster's
+# defaults: INSERT OVERWRITE (a copy, a copy's first batch) replaces the whole target, never only the
+# partitions its rows fall in (`dynamic` would keep a stale partition the source no longer has); an INSERT
+# refuses a value its column cannot hold rather than store it cut (`LEGACY`), as Spark's default says.
+STATEMENT_SETTINGS = {
+    "spark.sql.sources.partitionOverwriteMode": "static",
+    "spark.sql.storeAssignmentPolicy": "ANSI",
+}
 DELTA_EXTENSIONS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -62,27 +71,65 @@ def local_delta_session(
     target: str = "delta-4",
 ) -> Any:
     """A local classic SparkSession with Delta Lake (jars: see `engine.jars`); `target` names the Delta line
-    (`delta-3` runs only in a PySpark 3.5 virtualenv)."""
-    from pyspark.sql import SparkSession
+    (`delta-3` runs only in a PySpark 3.5 virtualenv). Its catalog is Spark's default (in memory)."""
+    settings = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}
+    if warehouse is not None:
+        settings["spark.sql.warehouse.dir"] = str(warehouse)
+    return _start_session(app_name, {**settings, **delta_jar_settings(target)})
 
+
+def delta_jar_settings(target: str = "delta-4") -> dict[str, str]:
+    """Where the session finds delta-spark: local jar files, else Maven coordinates for Spark to resolve."""
     from delta_contracts.engine.jars import TARGETS, delta_jars
+
+    jars = delta_jars(target)
+    if jars is not None:
+        return {"spark.jars": ",".join(str(p) for p in jars)}
+    return {"spark.jars.packages": TARGETS[target].coordinates}
+
+
+def _start_session(app_name: str, settings: Mapping[str, str]) -> Any:
+    from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName(app_name)
     # Python workers (mapInArrow, UDFs) must run this interpreter, which has the driver's packages (pyarrow):
     # classic PySpark takes the worker's python from PYSPARK_PYTHON only, else `python3` on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for key, value in {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    if warehouse is not None:
-        builder = builder.config("spark.sql.warehouse.dir", str(warehouse))
-    jars = delta_jars(target)
-    if jars is not None:
-        builder = builder.config("spark.jars", ",".join(str(p) for p in jars))
-    else:
-        builder = builder.config("spark.jars.packages", TARGETS[target].coordinates)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def command_line_session(warehouse: Path, project: Mapping[str, str], command_line: Mapping[str, str]) -> Any:
+    """The session `--engine spark` starts when there is no active one: its catalog persists with the
+    warehouse unless the user configures another (see `engine.spark_session`)."""
+    from delta_contracts.engine.spark_session import (
+        read_spark_defaults,
+        session_settings,
+        spark_defaults_file,
+    )
+
+    found = spark_defaults_file()
+    defaults = read_spark_defaults(found) if found is not None else {}
+    ours = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **delta_jar_settings()}
+    settings = session_settings(
+        ours, warehouse, defaults=defaults, project=project, command_line=command_line
+    )
+    session = _start_session("delta-contracts", settings)
+    quiet_expected_errors()
+    return session
+
+
+def quiet_expected_errors() -> None:
+    """PySpark 4 logs every AnalysisException at ERROR, with the JVM's whole stack, as it is raised; the
+    engine raises and handles some on purpose (DESCRIBE of a table that does not exist yet), and reports
+    the others itself, in one line."""
+    import logging
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 # Error conditions (Spark's error classes) that mean "no Delta table by that name"; any other error is real.
@@ -179,15 +226,31 @@ class SparkEngine(Engine):
     def run_statement(self, statement: str, *, tag: str | None = None) -> None:
         from pyspark.errors import PySparkException
 
-        if tag:
-            self.spark.conf.set(USER_METADATA_CONF, tag)
         try:
-            self.sql(statement)
+            with self._statement_settings(tag):
+                self.sql(statement)
         except PySparkException as err:
             raise EngineError(first_line(err)) from err
+
+    @contextmanager
+    def _statement_settings(self, tag: str | None) -> Iterator[None]:
+        """The commit tag, and the session settings our statements' meaning depends on (STATEMENT_SETTINGS),
+        set for the statement and put back as they were after it."""
+        settings = {**STATEMENT_SETTINGS, **({USER_METADATA_CONF: tag} if tag else {})}
+        before = {key: self.spark.conf.get(key, None) for key in settings}
+        for key, value in settings.items():
+            if before[key] != value:
+                self.spark.conf.set(key, value)
+        try:
+            yield
         finally:
-            if tag:
-                self.spark.conf.unset(USER_METADATA_CONF)
+            for key, value in before.items():
+                if value == settings[key]:
+                    continue
+                if value is None:
+                    self.spark.conf.unset(key)
+                else:
+                    self.spark.conf.set(key, value)
 
     def close(self) -> None:
         if self._owns_session:
@@ -215,19 +278,15 @@ class SparkEngine(Engine):
             raise EngineError(
                 f"{op.summary()} on {'.'.join(op.table)}: the {self.name} engine cannot: {reason}"
             )
-        if tag:
-            self.spark.conf.set(USER_METADATA_CONF, tag)
         try:
-            if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
-                self.sql(x.sql(exp_create_schema(op.table[:-1])))
-            statement = self._statement(op)
-            if statement is not None:
-                self.sql(statement)
+            with self._statement_settings(tag):
+                if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
+                    self.sql(x.sql(exp_create_schema(op.table[:-1])))
+                statement = self._statement(op)
+                if statement is not None:
+                    self.sql(statement)
         except PySparkException as err:
             raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
-        finally:
-            if tag:
-                self.spark.conf.unset(USER_METADATA_CONF)
         target = op.new_name if isinstance(op, RenameTable) else op.table
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
         return OpOutcome(op.kind, ".".join(target), version, "sql")
@@ -455,3 +514,52 @@ def quiet_query_context_loggers() -> None:
         return
     for name in QUERY_CONTEXT_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def interrupt_between_calls(session: Any) -> None:
+    """Ctrl-C while a statement runs: cancel the session's jobs, then raise KeyboardInterrupt once the
+    call into the JVM has returned, so the command can say one line and exit 130.
+
+    PySpark's own SIGINT handler calls `cancelAllJobs` from inside the interrupted call, on the same Py4J
+    connection, which is then mid-answer ("RuntimeError: reentrant call inside <_io.BufferedReader>"); the
+    KeyboardInterrupt it raises there leaves the connection broken, and every later call (the ledger row,
+    stopping the session) traces. Here the jobs are cancelled from a thread of their own (its own
+    connection), and the interrupt waits for the first moment no Py4J frame is on the main thread's stack.
+    A second Ctrl-C interrupts at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    context = session.sparkContext
+    pending = False
+
+    def in_py4j(frame: Any) -> bool:
+        while frame is not None:
+            if str(frame.f_globals.get("__name__", "")).startswith("py4j"):
+                return True
+            frame = frame.f_back
+        return False
+
+    def raise_when_out(frame: Any, event: str, arg: Any) -> None:
+        if not in_py4j(frame if event != "return" else frame.f_back):
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal pending
+        if pending or not in_py4j(frame):
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+        pending = True
+        threading.Thread(target=_cancel_jobs, args=(context,), daemon=True).start()
+        sys.setprofile(raise_when_out)
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _cancel_jobs(context: Any) -> None:
+    import contextlib
+
+    with contextlib.suppress(Exception):  # the JVM may already be going away: the interrupt still happens
+        context.cancelAllJobs()

@@ -69,14 +69,17 @@ class PathStateTable:
         # Concurrent blind appends do not conflict: delta-rs retries them.
         import pyarrow as pa
         from deltalake import CommitProperties, write_deltalake
+        from deltalake.exceptions import SchemaMismatchError
 
         self.location.parent.mkdir(parents=True, exist_ok=True)
-        write_deltalake(
-            str(self.location),
-            pa.Table.from_pylist(list(rows), schema=schema),
-            mode="append",
-            commit_properties=CommitProperties(custom_metadata={"userMetadata": LEDGER_COMMIT}),
-        )
+        data = pa.Table.from_pylist(list(rows), schema=schema)
+        properties = CommitProperties(custom_metadata={"userMetadata": LEDGER_COMMIT})
+        try:
+            write_deltalake(str(self.location), data, mode="append", commit_properties=properties)
+        except SchemaMismatchError:  # a table written by an older release: the new columns are added once
+            write_deltalake(
+                str(self.location), data, mode="append", schema_mode="merge", commit_properties=properties
+            )
 
     def read(self, schema: Any) -> list[dict[str, Any]]:
         from deltalake import DeltaTable
@@ -136,9 +139,9 @@ class CatalogStateTable:
         # that the connect engine leaves unset, and the DataFrame here may be either.
         frame = self.spark.createDataFrame(data, schema=_columns_ddl(schema, stamps_as_micros=True))
         frame = frame.selectExpr(*(_convert("timestamp_micros", f.name, f.name in stamps) for f in schema))
-        frame.write.format("delta").mode("append").option("userMetadata", LEDGER_COMMIT).saveAsTable(
-            self.where
-        )
+        # mergeSchema: a table made by an older release gets the columns added since
+        writer = frame.write.format("delta").mode("append").option("mergeSchema", "true")
+        writer.option("userMetadata", LEDGER_COMMIT).saveAsTable(self.where)
 
     def _read(self, schema: Any) -> list[dict[str, Any]]:
         if not self.spark.catalog.tableExists(self.where):

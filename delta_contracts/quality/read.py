@@ -158,6 +158,13 @@ def resolve(
             contract_id, stamp, ".".join(versioned), "versioned_table", (), deprecated, successor, left
         )
     if _key(versioned) in views:
+        broken = unreadable_view(engine, versioned)
+        if broken is not None:
+            raise PinNotServedError(
+                f"{contract_id} {spec.text}: the compatibility view {'.'.join(versioned)} that serves "
+                f"{wanted.version} no longer reads ({broken}); a later migration removed or changed what it "
+                f"reads. Read version ^{semver_tuple(latest.version)[0]} instead"
+            )
         return Served(
             contract_id, wanted.version, ".".join(versioned), "compatibility_view", (), True, successor
         )
@@ -171,6 +178,19 @@ def resolve(
         )
     since = [m.contract for m in history if semver_tuple(m.contract.version) >= semver_tuple(wanted.version)]
     raise PinNotServedError(_not_served(contract_id, spec, since, current))
+
+
+def unreadable_view(engine: Engine, view: TableId) -> str | None:
+    """Why the view cannot be read (its first line: a column or table it reads is gone), or None."""
+    from delta_contracts.contract.errors import first_line
+    from delta_contracts.engine.spark import spark_errors
+
+    probe = exp.select(exp.Star()).from_(x.table(view)).limit(0)
+    try:
+        engine.sql(x.sql(probe))
+    except spark_errors() as err:
+        return first_line(err)
+    return None
 
 
 def _key(table: TableId) -> TableId:

@@ -59,12 +59,8 @@ def write(
 
     model = resolve_contract(contract_or_id, contracts)
     live_engine = engine or as_engine(df.sparkSession)
-    table = initial_state(model).physical
+    table = write_table(live_engine, model)
     name = ".".join(table)
-    if live_engine.describe(table) is None:
-        raise ContractTableMissingError(
-            f"{name} does not exist: create it from contract {model.id} {model.version} first"
-        )
     checked = enforce(df, model, mode, engine=live_engine)
     good = checked.selectExpr(*(x.sql(x.column(c.name)) for c in model.columns))  # contract order, by name
     keyed = model.quality.unique[0] if model.quality.unique else ()
@@ -79,6 +75,27 @@ def write(
         sink.append(live_engine, good, table, tag)
     history = live_engine.history(table)
     return WriteResult(name, history[-1].version if history else 0, how, tag)
+
+
+def write_table(engine: Engine, model: Contract) -> tuple[str, ...]:
+    """The table producers write to, found live: the table the contract's name is, or the one its alias view
+    reads — after a versioned cutover `<table>__v<major>`, whatever the contract itself declares. Never an
+    older version's table still waiting for its drop: rows written there after the cutover would not be
+    served, and would go with it."""
+    from delta_contracts.apply.status import live_physical
+
+    planned = initial_state(model).physical
+    current = live_physical(
+        model.table_parts,
+        planned,
+        engine.views(),
+        lambda t: engine.describe(t, with_version=False) is not None,
+    )
+    if engine.describe(current, with_version=False) is None:
+        raise ContractTableMissingError(
+            f"{'.'.join(current)} does not exist: create it from contract {model.id} {model.version} first"
+        )
+    return current
 
 
 def merge_statement(table: tuple[str, ...], source: str, key: tuple[str, ...]) -> exp.Expr:

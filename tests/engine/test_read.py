@@ -11,12 +11,14 @@ the 1.x shape, since 1.x -> 2.0.0 was in place: the deprecated 1.x columns play 
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from delta_contracts.apply import apply
+from delta_contracts.drift import compatibility_drift
 from delta_contracts.engine.base import Engine
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.quality.read import (
@@ -25,6 +27,7 @@ from delta_contracts.quality.read import (
     parse_spec,
     read,
     resolve,
+    unreadable_view,
 )
 from tests.engine.apply_support import ROWS, insert_rows, with_schema
 
@@ -111,3 +114,16 @@ def test_pinned_reads_across_the_orders_history(engine: Engine, tmp_path: Path) 
         pinned_read("^1")
     with pytest.raises(PinNotServedError, match=r"no version matching \^4"):
         pinned_read("^4")
+
+    # a later drop on the 3.x table of a column the 2.0.0 compatibility view reads (customer_id): ^2 is not
+    # served any more, and read, drift and status say so instead of failing on the view
+    history = load_history(migrations / contract)
+    mapping, drop = history[2].migration.ops[0], history[2].migration.ops[11]
+    v3 = (schema, "orders__v3")
+    engine.apply_op(replace(mapping, table=v3))
+    engine.apply_op(replace(drop, table=v3, columns=("customer_id",)))
+    with pytest.raises(PinNotServedError, match=r"compatibility view \S+orders__v2 .* no longer reads"):
+        pinned_read("~2.0")
+    latest = history[-1].contract
+    items = compatibility_drift(latest, engine.views(), lambda view: unreadable_view(engine, view))
+    assert [(i.kind, i.subject) for i in items] == [("compatibility-view", f"{schema}.orders__v2")]

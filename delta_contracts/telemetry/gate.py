@@ -78,10 +78,13 @@ def readers_gate(
             for target in wanted:
                 if covers(logged, target):
                     who = f"{row['user'] or 'unknown user'} ({row['client'] or 'unknown client'})"
-                    found.setdefault(target, set()).add(who if row["kind"] == "read" else f"{who} [possible]")
-    readers = {shown[target]: tuple(sorted(found[target])) for target in wanted if target in found}
-    for target, who in readers.items():
-        reasons.append(f"{target}: {len(who)} reader(s) since {since:%Y-%m-%d %H:%M} UTC: {', '.join(who)}")
+                    label = shown[target]  # an object and its canonical name are one object
+                    found.setdefault(label, set()).add(who if row["kind"] == "read" else f"{who} [possible]")
+    readers = {
+        label: tuple(sorted(found[label])) for label in dict.fromkeys(shown.values()) if label in found
+    }
+    for label, seen in readers.items():
+        reasons.append(f"{label}: {len(seen)} reader(s) since {since:%Y-%m-%d %H:%M} UTC: {', '.join(seen)}")
     if reasons:
         return ReadersVerdict(False, tuple(reasons), readers)
     listed = ", ".join(dict.fromkeys(shown.values()))

@@ -7,9 +7,9 @@ view served `__v4` until the cutover to `__v5`. The ledger records every view th
 table it created, renamed or dropped, and when; `Names` replays that history.
 
 The canonical name of an object is the physical table that held the data when it was read, under the name
-that table has now (after the renames the ledger records), followed by the column: `logistics.shipments__v4.
-notes`. The readers log, the report and the sunset gate all use it, so "readers of `logistics.shipments.notes`"
-and "readers of `logistics.shipments__v4.notes`" can no longer disagree.
+that table has now (after the renames the ledger records), followed by the column:
+`logistics.shipments__v4.notes`. The readers log, the report and the sunset gate all use it, so "readers of
+`logistics.shipments.notes`" and "readers of `logistics.shipments__v4.notes`" can no longer disagree.
 """
 
 from __future__ import annotations
@@ -146,7 +146,7 @@ class Names:
         parent, _, leaf = obj.rpartition(".")
         if obj in self.history or not parent:
             return obj, None
-        if parent in self.history or any(parent == new or parent == old for _, old, new in self.renames):
+        if parent in self.history or any(parent in (new, old) for _, old, new in self.renames):
             return parent, leaf
         return obj, None
 

@@ -12,17 +12,16 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from delta_contracts.apply import apply
 from delta_contracts.apply.ledger import Ledger
+from delta_contracts.cli import app
 from delta_contracts.contract.load import parse_contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
@@ -35,7 +34,6 @@ from delta_contracts.telemetry.pipeline import collect
 from delta_contracts.telemetry.sources import parse_source, read_source
 
 pytestmark = pytest.mark.engine
-ROOT = Path(__file__).parent.parent.parent
 _counter = itertools.count()
 
 VERSIONS = [
@@ -95,24 +93,24 @@ def _export(path: Path, rows: list[tuple[str, str, str, datetime]]) -> Path:
     return path
 
 
-def _report(warehouse: Path, cwd: Path) -> dict[str, dict[str, object]]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
-        [sys.executable, "-m", "delta_contracts", "telemetry", "report", "--format", "json",
-         "--warehouse", str(warehouse)],
-        cwd=cwd, env=env, capture_output=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr.decode()
+def _report(warehouse: Path) -> dict[str, dict[str, object]]:
+    """`telemetry report --format json`, the command itself (in this process: no second interpreter)."""
+    done = CliRunner().invoke(app, ["telemetry", "report", "--format", "json", "--warehouse", str(warehouse)])
+    assert done.exit_code == 0, done.output
     return {o["object"]: o for o in json.loads(done.stdout)["objects"]}
 
 
-def test_the_gate_reads_what_the_log_wrote(own_engine: Engine, tmp_path: Path) -> None:
+def test_the_gate_reads_what_the_log_wrote(
+    own_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     engine = own_engine
     schema = f"gatehist{next(_counter)}_{tmp_path.name[-6:].lower().replace('-', '_')}"
     contract = f"{schema}.shipments"
     engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
     migrations = _plan_all(tmp_path, contract)
-    import time; t0 = time.monotonic()
+    import time
+
+    t0 = time.monotonic()
     assert apply(engine, migrations, tables=[contract]).exit_code == 0
     print("apply", time.monotonic() - t0)
     history = load_history(migrations / contract)
@@ -157,7 +155,8 @@ def test_the_gate_reads_what_the_log_wrote(own_engine: Engine, tmp_path: Path) -
     assert (f"{v2}.notes", "read", "star-now") in logged
     # 10. One name per object: the log, the report and the gate all say shipments__v2.notes.
     assert not any(obj.startswith(f"{contract}.") or obj == contract for obj, _, _ in logged)
-    report = _report(tmp_path / "wh", tmp_path)
+    monkeypatch.chdir(tmp_path)  # no contracts/ here: the report lists what the log holds
+    report = _report(tmp_path / "wh")
     assert {r["user"] for r in report[f"{v2}.notes"]["readers"]} == {"dispatch-team", "intern", "bi"}  # type: ignore[union-attr]
     assert f"{contract}.notes" not in report
 
@@ -169,7 +168,9 @@ def test_the_gate_reads_what_the_log_wrote(own_engine: Engine, tmp_path: Path) -
     drop_col = (history[3].migration_id, len(history[3].migration.ops) - 1)
     assert set(waiting) == {drop_v1, drop_col}
     stale = f"stale readers log: source {oneoff.name} was collected up to"
-    assert any(r.startswith(f"{v1}: 1 reader(s)") and r.endswith("etl (Databricks SQL)") for r in waiting[drop_v1])
+    assert any(
+        r.startswith(f"{v1}: 1 reader(s)") and r.endswith("etl (Databricks SQL)") for r in waiting[drop_v1]
+    )
     notes = f"{v2}.notes ({contract}.notes): 3 reader(s) since"
     assert any(r.startswith(notes) for r in waiting[drop_col]), waiting[drop_col]
     assert waiting[drop_col][-1] == f"and {drop_v1[0]} op 7 is held by its gate"
@@ -177,6 +178,8 @@ def test_the_gate_reads_what_the_log_wrote(own_engine: Engine, tmp_path: Path) -
     assert not any("no record of when" in r or "deprecation window" in r for r in waiting[drop_col])
     assert any(r.startswith(stale) for r in waiting[drop_col])
     print("gates", time.monotonic() - t0)
-    early = apply(engine, migrations, tables=[contract], clock=lambda: start + timedelta(days=29), dry_run=True)
+    early = apply(
+        engine, migrations, tables=[contract], clock=lambda: start + timedelta(days=29), dry_run=True
+    )
     (reason,) = [r for w in early.waiting if w.index == drop_col[1] for r in w.reasons if "window" in r]
     assert reason.startswith(f"deprecation window P30D since {start:%Y-%m-%d}")

@@ -166,9 +166,8 @@ class Runner:
         self.user, self.host, self.pid = lg.who()
         self.run_id = lg.now().strftime("%Y%m%dT%H%M%S") + f"-{self.pid}"
         self.entries: list[lg.LedgerEntry] = []  # the current table's ledger rows, ours appended as we go
-        self.history: Sequence[
-            StoredMigration
-        ] = ()  # the current table's migrations (marks are found in any)
+        # The current table's migrations: a drop's deprecation mark may be set by any of them.
+        self.history: Sequence[StoredMigration] = ()
 
     # -- one table -------------------------------------------------------------------------------------------
     def apply_table(self, contract: str, history: Sequence[StoredMigration]) -> TableRun:
@@ -229,9 +228,17 @@ class Runner:
                     if shut and self.options.force_reason:
                         forced = self.options.force_reason
                     elif shut:
-                        self._emit(
-                            run, self._report(contract, stored, index, op, OpStatus.HELD, reasons=shut)
+                        gate = getattr(op, "gate", None)
+                        held = self._report(
+                            contract,
+                            stored,
+                            index,
+                            op,
+                            OpStatus.HELD,
+                            reasons=shut,
+                            gate=gate.describe() if gate else "",
                         )
+                        self._emit(run, held)
                         contract_blocked = f"{stored.migration_id} op {index} is held by its gate"
                         continue
                 if wait is not None:

@@ -153,6 +153,7 @@ def extract_command(
     client_column: ClientColumn = None,
 ) -> None:
     """One JSON line per statement: statement_id, tables_read, tables_written, columns_read, error."""
+    from delta_contracts.telemetry.names import Names
     from delta_contracts.telemetry.pipeline import extracted_statements
     from delta_contracts.telemetry.sources import SourceError, read_source
 
@@ -161,15 +162,20 @@ def extract_command(
     choice = _choice(loaded, engine, url, warehouse)
     with _engine(choice) as live:
         watched = _watched(live, loaded, None)
+        names = Names.load(live.ledger_table())
         for spec in specs:
             try:
                 rows = extracted_statements(read_source(_spark(live), spec), watched)
                 for row in rows.toLocalIterator():
+                    # A view's columns are those it served when the statement ran (not every one it ever had).
+                    served = [
+                        c for c in row["columns_read"] or [] if names.canonical(c, row["statement_time"])
+                    ]
                     line = {
                         "statement_id": row["statement_id"],
                         "tables_read": list(row["tables_read"] or []),
                         "tables_written": list(row["tables_written"] or []),
-                        "columns_read": list(row["columns_read"] or []),
+                        "columns_read": served,
                         "error": row["error"],
                     }
                     print(json.dumps(line, ensure_ascii=False))

@@ -5,12 +5,14 @@ no telemetry, or a stale log keeps it shut, and each reason is said. `--force --
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from delta_contracts.apply.ledger import LedgerEntry, Status
+from delta_contracts.live import Commit
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Gate, MarkDeprecated, Op, table_name
 from delta_contracts.telemetry.names import Names
@@ -111,6 +113,27 @@ def find_mark(
         ):
             found.append(Mark(entry.ended_at, f"{entry.migration_id} op {entry.op_index}"))
     return min(found, key=lambda m: m.at, default=None)
+
+
+def mark_in_commits(history: Sequence[StoredMigration], gate: Gate, commits: Sequence[Commit]) -> Mark | None:
+    """The mark as the table's own Delta history records it: the first commit the toolkit tagged with a mark
+    op (`userMetadata`) whose migration sets the gate's property. For a ledger that lost the run."""
+    ops = {stored.migration_id: stored.migration.ops for stored in history}
+    for commit in sorted(commits, key=lambda c: c.version):
+        try:
+            tag = json.loads(commit.user_metadata or "{}").get("delta_contracts", {})
+        except (ValueError, AttributeError):
+            continue
+        if not isinstance(tag, dict) or tag.get("kind") != "mark_deprecated":
+            continue
+        migration, index = ops.get(str(tag.get("migration")), ()), tag.get("op")
+        if not isinstance(index, int) or not 1 <= index <= len(migration):
+            continue
+        op = migration[index - 1]
+        if isinstance(op, MarkDeprecated) and gate.deprecated_by in dict(op.properties):
+            when = datetime.fromtimestamp(commit.timestamp_ms / 1000, tz=UTC)
+            return Mark(when, f"{tag.get('migration')} op {index} (table history v{commit.version})")
+    return None
 
 
 def canonical_gate_objects(gate: Gate, op: Op, contract: str) -> tuple[str, ...]:

@@ -17,7 +17,13 @@ from enum import StrEnum
 from pathlib import Path
 
 from delta_contracts.apply import ledger as lg
-from delta_contracts.apply.gates import canonical_gate_objects, evaluate, find_mark, under_later_names
+from delta_contracts.apply.gates import (
+    canonical_gate_objects,
+    evaluate,
+    find_mark,
+    mark_in_commits,
+    under_later_names,
+)
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
@@ -281,6 +287,8 @@ class Runner:
         if gate is None:
             return ()
         mark = find_mark(contract, self.history, stored, op, gate, self.entries)
+        if mark is None and self.engine.describe(op.table, with_version=False) is not None:
+            mark = mark_in_commits(self.history, gate, self.engine.history(op.table))
         objects = under_later_names(canonical_gate_objects(gate, op, contract), self.entries)
         verdict = evaluate(
             replace(gate, objects=objects),

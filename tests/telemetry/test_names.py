@@ -52,7 +52,10 @@ def _names() -> Names:
 
 def test_a_read_through_the_alias_is_a_read_of_the_table_it_served_then() -> None:
     names = _names()
-    day = lambda n: T0 + timedelta(days=n, hours=12)  # noqa: E731
+
+    def day(n: int) -> datetime:
+        return T0 + timedelta(days=n, hours=12)
+
     assert names.canonical("logistics.shipments.notes", day(1)) == ("logistics.shipments__v1.notes",)
     assert names.canonical("logistics.shipments.notes", day(3)) == ("logistics.shipments__v1.notes",)
     assert names.canonical("logistics.shipments.notes", day(6)) == ("logistics.shipments__v2.notes",)

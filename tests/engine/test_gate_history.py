@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 
 from delta_contracts.apply import apply
 from delta_contracts.apply.ledger import Ledger
+from delta_contracts.apply.runner import OpStatus
 from delta_contracts.cli import app
 from delta_contracts.contract.load import parse_contract
 from delta_contracts.engine.base import Engine
@@ -42,6 +43,12 @@ VERSIONS = [
     ("2.1.0", "in_place", ["shipment_id: bigint", "origin: string", "notes: string!"]),
     ("3.0.0", "in_place", ["shipment_id: bigint", "origin: string"]),
 ]
+# An in-place table whose drop waits alone: 1.1.0 marks `notes`, 2.0.0 drops it.
+PARCELS = [
+    ("1.0.0", "in_place", ["parcel_id: bigint", "notes: string"]),
+    ("1.1.0", "in_place", ["parcel_id: bigint", "notes: string!"]),
+    ("2.0.0", "in_place", ["parcel_id: bigint"]),
+]
 
 
 def _contract_text(contract: str, version: str, versioning: str, columns: list[str]) -> str:
@@ -57,7 +64,7 @@ def _contract_text(contract: str, version: str, versioning: str, columns: list[s
     ]
     for column in columns:
         name, kind = column.split(": ")
-        deprecated = ", deprecated: {since: 2.1.0, reason: free text retired}" if kind.endswith("!") else ""
+        deprecated = f", deprecated: {{since: {version}, reason: retired}}" if kind.endswith("!") else ""
         lines.append(f"  - {{name: {name}, type: {kind.rstrip('!')}{deprecated}}}")
     return "\n".join(lines) + "\n"
 
@@ -72,12 +79,12 @@ def own_engine(engine: Engine, tmp_path: Path) -> Iterator[Engine]:
         yield local
 
 
-def _plan_all(root: Path, contract: str) -> Path:
+def _plan_all(root: Path, contract: str, versions: list[tuple[str, str, list[str]]]) -> Path:
     folder = root / "migrations" / contract
     folder.mkdir(parents=True)
-    for version, versioning, columns in VERSIONS:
+    for version, versioning, columns in versions:
         text = _contract_text(contract, version, versioning, columns)
-        model = parse_contract(text, root / f"shipments-{version}.yaml").contract
+        model = parse_contract(text, root / f"{contract}-{version}.yaml").contract
         planned = next_migration(load_history(folder), model, Target.DELTA_4)
         assert planned is not None
         write_migration(folder, planned)
@@ -107,22 +114,26 @@ def test_the_gate_reads_what_the_log_wrote(
     schema = f"gatehist{next(_counter)}_{tmp_path.name[-6:].lower().replace('-', '_')}"
     contract = f"{schema}.shipments"
     engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
-    migrations = _plan_all(tmp_path, contract)
-    assert apply(engine, migrations, tables=[contract]).exit_code == 0
+    parcels = f"{schema}.parcels"
+    migrations = _plan_all(tmp_path, contract, VERSIONS)
+    _plan_all(tmp_path, parcels, PARCELS)
+    assert apply(engine, migrations, tables=[contract, parcels]).exit_code == 0
     history = load_history(migrations / contract)
     drop_notes = history[3].migration.ops[-2]
     assert drop_notes.kind == "drop_columns" and drop_notes.gate.objects == (f"{contract}.notes",)  # type: ignore[attr-defined]
     assert all(op.kind != "mark_deprecated" for op in history[3].migration.ops)  # marked by 2.1.0 only
-    entries = Ledger(engine.ledger_table()).entries([contract])
+    entries = Ledger(engine.ledger_table()).entries([contract, parcels])
     swaps = sorted(
-        e.ended_at for e in entries if e.op_kind == "create_view" and e.status == "succeeded" and e.ended_at
+        e.ended_at
+        for e in entries
+        if e.op_kind == "create_view" and e.status == "succeeded" and e.ended_at and e.contract == contract
     )
     assert len(swaps) == 2
     before_v2 = swaps[0] + (swaps[1] - swaps[0]) / 2  # the alias served shipments__v1 then
     start = max(e.ended_at for e in entries if e.ended_at is not None)
     now = start + timedelta(days=31)  # 2.1.0's mark is 31 days old: the P30D window has passed
 
-    days = [now - timedelta(days=d, hours=1) for d in range(20, 0, -1)]
+    days = [now - timedelta(days=d, hours=1) for d in range(19, -1, -1)]  # the last an hour ago: fresh
     rows = [
         (f"dispatch-{n}", "dispatch-team",
          f"SELECT s.shipment_id, s.notes FROM {contract} AS s WHERE s.origin = 'BLR'", at)
@@ -174,14 +185,20 @@ def test_the_gate_reads_what_the_log_wrote(
     # 11. The mark 2.1.0 set counts for 3.0.0's drop: its window has passed, so it is not among the reasons.
     assert not any("no record of when" in r or "deprecation window" in r for r in waiting[drop_col])
     assert any(r.startswith(stale) for r in waiting[drop_col])
-    early = apply(
-        engine, migrations, tables=[contract], clock=lambda: start + timedelta(days=29), dry_run=True
-    )
-    (reason,) = [r for w in early.waiting if w.index == drop_col[1] for r in w.reasons if "window" in r]
-    assert reason.startswith(f"deprecation window P30D since {start:%Y-%m-%d}")
     # 12. The one-off source, retired on purpose, no longer holds the drops; their readers still do.
     retire_source(engine.state_dir, oneoff.source, "one-off audit export", "ann", now)
-    retired = apply(engine, migrations, tables=[contract], clock=lambda: now, dry_run=True)
+    retired = apply(engine, migrations, tables=[contract, parcels], clock=lambda: now, dry_run=True)
     reasons = [r for w in retired.waiting for r in w.reasons]
     assert len(retired.waiting) == 2 and not any(r.startswith(stale) for r in reasons)
     assert any(r.startswith(notes) for r in reasons)
+    # 11. parcels' drop (2.0.0) counts its window from 1.1.0's mark: nobody read notes, the window passed,
+    # the log covers the lookback: it would run.
+    (drop,) = [r for r in retired.reports if r.contract == parcels and r.kind == "drop_columns"]
+    assert drop.status is OpStatus.PLANNED, drop.reasons
+    marks = [e.ended_at for e in entries if e.contract == parcels and e.op_kind == "mark_deprecated"]
+    marked = min(m for m in marks if m is not None)
+    early = apply(
+        engine, migrations, tables=[parcels], clock=lambda: marked + timedelta(days=29), dry_run=True
+    )
+    (reason,) = [r for w in early.waiting for r in w.reasons if "window" in r]
+    assert reason.startswith(f"deprecation window P30D since {marked:%Y-%m-%d %H:%M} UTC ends ")

@@ -29,3 +29,36 @@ def test_a_rename_that_did_not_finish_moves_nothing() -> None:
 def test_a_cycle_of_renames_ends() -> None:
     entries = [_rename("s.a", "s.b"), _rename("s.b", "s.a")]
     assert under_later_names(["s.a.c"], entries) == ("s.a.c", "s.b.c")
+
+
+def test_the_mark_is_found_in_the_tables_own_history_when_the_ledger_lost_it() -> None:
+    """The commit the toolkit tagged with the mark op (its userMetadata) dates the mark."""
+    import json
+    from datetime import UTC, datetime
+    from pathlib import Path
+
+    from delta_contracts.apply.gates import mark_in_commits
+    from delta_contracts.live import Commit
+    from delta_contracts.plan.migrations import load_history
+
+    history = load_history(Path(__file__).parents[1] / "migrations" / "sales.orders")
+    stored = history[2]  # 0003: op 7 marks coupon_code deprecated, op 12 drops it
+    drop = stored.migration.ops[11]
+    assert drop.kind == "drop_columns"
+
+    def tagged(version: int, op: int, kind: str) -> Commit:
+        meta = {"delta_contracts": {"migration": stored.migration_id, "op": op, "kind": kind}}
+        return Commit(
+            version, "SET TBLPROPERTIES", 1_790_000_000_000 + version * 1000, json.dumps(meta), None
+        )
+
+    commits = [
+        Commit(1, "WRITE", 1_789_000_000_000, None, None),
+        tagged(4, 6, "set_properties"),
+        tagged(5, 7, "mark_deprecated"),
+    ]
+    mark = mark_in_commits(history, drop.gate, commits)  # type: ignore[attr-defined]
+    assert mark is not None
+    assert mark.at == datetime.fromtimestamp(1_790_000_005, tz=UTC)
+    assert mark.where == f"{stored.migration_id} op 7 (table history v5)"
+    assert mark_in_commits(history, drop.gate, commits[:2]) is None  # type: ignore[attr-defined]

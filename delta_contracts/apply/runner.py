@@ -17,13 +17,20 @@ from enum import StrEnum
 from pathlib import Path
 
 from delta_contracts.apply import ledger as lg
-from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
+from delta_contracts.apply.gates import (
+    canonical_gate_objects,
+    evaluate,
+    find_mark,
+    mark_in_commits,
+    under_later_names,
+)
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase, table_name
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
+from delta_contracts.telemetry.names import Names
 
 
 class OpStatus(StrEnum):
@@ -165,6 +172,8 @@ class Runner:
         self.user, self.host, self.pid = lg.who()
         self.run_id = lg.now().strftime("%Y%m%dT%H%M%S") + f"-{self.pid}"
         self.entries: list[lg.LedgerEntry] = []  # the current table's ledger rows, ours appended as we go
+        # The current table's migrations: a drop's deprecation mark may be set by any of them.
+        self.history: Sequence[StoredMigration] = ()
 
     # -- one table -------------------------------------------------------------------------------------------
     def apply_table(self, contract: str, history: Sequence[StoredMigration]) -> TableRun:
@@ -228,6 +237,7 @@ class Runner:
         self.entries = self.ledger.entries([contract])
         if not self.entries and not self.options.dry_run:
             self._check_ledger_knows(contract, history)
+        self.history = history
         self._verify_checksums(contract, history)
         baseline = lg.created_version(self.entries, contract)
         wanted = [
@@ -281,9 +291,7 @@ class Runner:
                         contract_blocked = f"{stored.migration_id} op {index} is held by its gate"
                         continue
                 if wait is not None:
-                    self._emit(
-                        run, self._report(contract, stored, index, op, OpStatus.WAITING, reasons=(wait,))
-                    )
+                    self._emit(run, self._waiting(contract, stored, index, op, wait))
                     if is_contract:
                         contract_blocked = wait
                     else:
@@ -294,6 +302,20 @@ class Runner:
                 if report.status is OpStatus.FAILED:
                     run.failure = report
                     return
+
+    def _waiting(self, contract: str, stored: StoredMigration, index: int, op: Op, wait: str) -> OpReport:
+        """An op that cannot run yet. A drop among them still says what its own gate waits for: with several
+        drops pending, each is listed (held) with its own reasons, not only the first one."""
+        if op.phase is Phase.CONTRACT and op.destructive and op.phase in self.options.phases:
+            shut = self._gate(contract, stored, index, op)
+            if shut:
+                return self._report(
+                    contract, stored, index, op, OpStatus.HELD, reasons=(*shut, f"and {wait}")
+                )
+            return self._report(
+                contract, stored, index, op, OpStatus.WAITING, reasons=(wait, "its own gate is open")
+            )
+        return self._report(contract, stored, index, op, OpStatus.WAITING, reasons=(wait,))
 
     def _verify_checksums(self, contract: str, history: Sequence[StoredMigration]) -> None:
         for stored in history:
@@ -307,14 +329,17 @@ class Runner:
         gate = getattr(op, "gate", None)
         if gate is None:
             return ()
-        mark = mark_of(stored.migration.ops, op, gate)
-        when = marked_at(self.entries, (contract, stored.migration_id, mark)) if mark else None
+        mark = find_mark(contract, self.history, stored, op, gate, self.entries)
+        if mark is None and self.engine.describe(op.table, with_version=False) is not None:
+            mark = mark_in_commits(self.history, gate, self.engine.history(op.table))
+        objects = under_later_names(canonical_gate_objects(gate, op, contract), self.entries)
         verdict = evaluate(
-            replace(gate, objects=under_later_names(gate.objects, self.entries)),
-            marked=when,
+            replace(gate, objects=objects),
+            marked=mark.at if mark else None,
             state_dir=self.engine.state_dir,
             now=self.options.clock(),
             freshness=self.options.readers_freshness,
+            names=Names.from_ledger(self.entries),
         )
         return () if verdict.open else verdict.reasons or ("the gate is shut",)
 

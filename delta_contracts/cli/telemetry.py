@@ -153,6 +153,7 @@ def extract_command(
     client_column: ClientColumn = None,
 ) -> None:
     """One JSON line per statement: statement_id, tables_read, tables_written, columns_read, error."""
+    from delta_contracts.telemetry.names import Names
     from delta_contracts.telemetry.pipeline import extracted_statements
     from delta_contracts.telemetry.sources import SourceError, read_source
 
@@ -161,15 +162,20 @@ def extract_command(
     choice = _choice(loaded, engine, url, warehouse)
     with _engine(choice) as live:
         watched = _watched(live, loaded, None)
+        names = Names.load(live.ledger_table())
         for spec in specs:
             try:
                 rows = extracted_statements(read_source(_spark(live), spec), watched)
                 for row in rows.toLocalIterator():
+                    # A view's columns are those it served when the statement ran (not every one it ever had).
+                    served = [
+                        c for c in row["columns_read"] or [] if names.canonical(c, row["statement_time"])
+                    ]
                     line = {
                         "statement_id": row["statement_id"],
                         "tables_read": list(row["tables_read"] or []),
                         "tables_written": list(row["tables_written"] or []),
-                        "columns_read": list(row["columns_read"] or []),
+                        "columns_read": served,
                         "error": row["error"],
                     }
                     print(json.dumps(line, ensure_ascii=False))
@@ -200,17 +206,31 @@ def report_command(
 ) -> None:
     """Readers per deprecated object from the readers log; readers not among the contract's consumers."""
     from delta_contracts.telemetry.log import read_rows
+    from delta_contracts.telemetry.names import Names
     from delta_contracts.telemetry.objects import watched
-    from delta_contracts.telemetry.report import build_report, render_json, render_markdown, render_text
+    from delta_contracts.telemetry.report import (
+        build_report,
+        canonical_input,
+        render_json,
+        render_markdown,
+        render_text,
+    )
     from delta_contracts.telemetry.report_html import render_html
 
     loaded = _contracts(contracts)
-    where = _choice(loaded, None, None, warehouse).warehouse
+    state = _choice(loaded, None, None, warehouse).warehouse / "_delta_contracts"
     known = watched(loaded)
-    rows = read_rows(where / "_delta_contracts")
-    logged = sorted({str(r["object"]) for r in rows} - set(known.objects))
-    wanted = list(objects) if objects else [*known.objects, *logged]
-    reports = build_report(rows, wanted, known.consumers, _since(since))
+    # One name per object, as the gate names it: the physical table that held the data (telemetry.names).
+    rows, deprecated, consumers = canonical_input(
+        read_rows(state),
+        list(objects or known.objects),
+        known.consumers,
+        Names.load(state),
+        datetime.now(UTC),
+    )
+    logged = sorted({str(r["object"]) for r in rows} - set(deprecated))
+    wanted = deprecated if objects else [*deprecated, *logged]
+    reports = build_report(rows, wanted, consumers, _since(since))
     renderers = {
         ReportFormat.TEXT: render_text,
         ReportFormat.JSON: render_json,
@@ -223,6 +243,31 @@ def report_command(
         print(f"wrote {output}", file=sys.stderr)
     else:
         print(text)
+    raise typer.Exit(EXIT_OK)
+
+
+@telemetry_app.command("retire")
+def retire_command(
+    source: Annotated[
+        str,
+        typer.Option("--source", help="The source as collected (KIND:LOCATION, as `collect` printed it)."),
+    ],
+    reason: Annotated[str, typer.Option("--reason", help="Why nobody will collect it again (recorded).")],
+    contracts: ContractsOption = None,
+    warehouse: WarehouseOption = None,
+) -> None:
+    """Retire a source nobody will collect again (a one-off export): the gate stops requiring it to be fresh
+    and to cover the window; the reads it logged still count. Collecting it again brings it back."""
+    from delta_contracts.apply.ledger import who
+    from delta_contracts.telemetry.log import retire_source
+
+    state = _choice(_contracts(contracts), None, None, warehouse).warehouse / "_delta_contracts"
+    try:
+        done = retire_source(state, source, reason, who()[0], datetime.now(UTC))
+    except ValueError as err:
+        print(f"error: --source {source}: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    print(f"retired {done.source} at {done.at:%Y-%m-%d %H:%M:%S} UTC: {done.reason}")
     raise typer.Exit(EXIT_OK)
 
 

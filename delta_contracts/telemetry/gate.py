@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from delta_contracts.telemetry.log import Retirement, retirements
+from delta_contracts.telemetry.names import Names
 from delta_contracts.telemetry.store import read_delta, readers_path, sources_path
 
 # How recent a source's watermark must be, unless `contracts.yml` says otherwise (`telemetry.freshness`).
@@ -32,19 +34,28 @@ def readers_gate(
     lookback: timedelta,
     now: datetime,
     freshness: timedelta = DEFAULT_FRESHNESS,
+    names: Names | None = None,
 ) -> ReadersVerdict:
     """Open when the log covers the whole window `[now - lookback, now]` and nobody read `objects` in it.
 
-    `state_dir` is `<warehouse>/_delta_contracts`. Coverage, for every collected source (one no longer
-    collected could hide readers): it delivered statements from the window's start or before, and up to
-    `now - freshness` or later (a log collected days ago says nothing about the reads since). Possible
-    readers (texts that name the object but did not parse) count as readers.
+    `state_dir` is `<warehouse>/_delta_contracts`. Coverage, for every collected source that is not retired
+    (`telemetry retire`; one merely no longer collected could hide readers): it delivered statements from the
+    window's start or before, and up to `now - freshness` or later (a log collected days ago says nothing
+    about the reads since). Possible readers (texts that name the object but did not parse) count as
+    readers, and so do the reads a retired source logged.
+
+    Objects and logged reads are compared under one canonical name (`telemetry.names`): `names` is the
+    history of views and tables (by default the ledger's beside the log), each object is resolved at `now`
+    and each logged read at its statement's time, so `logistics.shipments.notes` and the physical
+    `logistics.shipments__v5.notes` it stands for are one object.
     """
     now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
     since = now - lookback
-    wanted = sorted({o.strip().casefold() for o in objects if o.strip()})
-    if not wanted:
+    names = Names.load(state_dir) if names is None else names
+    asked = sorted({o.strip().casefold() for o in objects if o.strip()})
+    if not asked:
         return ReadersVerdict(False, ("no objects to check readers of",), {})
+    wanted, shown = _canonical_objects(asked, names, now)
     sources = read_delta(sources_path(state_dir))
     if sources is None or sources.num_rows == 0:
         return ReadersVerdict(
@@ -52,7 +63,8 @@ def readers_gate(
             (f"no telemetry collected: no source watermarks at {sources_path(state_dir)}",),
             {},
         )
-    reasons = _coverage_problems(sources.to_pylist(), since, now - freshness)
+    retired = retirements(state_dir)
+    reasons = _coverage_problems(sources.to_pylist(), since, now - freshness, retired)
     log = read_delta(readers_path(state_dir))
     if log is None:
         reasons.append(f"no readers log at {readers_path(state_dir)}")
@@ -60,33 +72,61 @@ def readers_gate(
     found: dict[str, set[str]] = {}
     for row in log.to_pylist():
         when = row["statement_time"]
-        logged = str(row["object"]).casefold()
         if when is None or not since <= when <= now:
             continue
-        for target in wanted:
-            if covers(logged, target):
-                who = f"{row['user'] or 'unknown user'} ({row['client'] or 'unknown client'})"
-                found.setdefault(target, set()).add(who if row["kind"] == "read" else f"{who} [possible]")
-    readers = {target: tuple(sorted(found[target])) for target in wanted if target in found}
-    for target, names in readers.items():
-        reasons.append(
-            f"{target}: {len(names)} reader(s) since {since:%Y-%m-%d %H:%M} UTC: {', '.join(names)}"
-        )
+        for logged in names.canonical(str(row["object"]), when) or (str(row["object"]).casefold(),):
+            for target in wanted:
+                if covers(logged, target):
+                    who = f"{row['user'] or 'unknown user'} ({row['client'] or 'unknown client'})"
+                    label = shown[target]  # an object and its canonical name are one object
+                    found.setdefault(label, set()).add(who if row["kind"] == "read" else f"{who} [possible]")
+    readers = {
+        label: tuple(sorted(found[label])) for label in dict.fromkeys(shown.values()) if label in found
+    }
+    for label, seen in readers.items():
+        reasons.append(f"{label}: {len(seen)} reader(s) since {since:%Y-%m-%d %H:%M} UTC: {', '.join(seen)}")
     if reasons:
         return ReadersVerdict(False, tuple(reasons), readers)
-    return ReadersVerdict(
-        True, (f"no readers of {', '.join(wanted)} since {since:%Y-%m-%d %H:%M} UTC",), readers
-    )
+    listed = ", ".join(dict.fromkeys(shown.values()))
+    return ReadersVerdict(True, (f"no readers of {listed} since {since:%Y-%m-%d %H:%M} UTC",), readers)
 
 
-def _coverage_problems(sources: list[dict[str, object]], since: datetime, fresh_from: datetime) -> list[str]:
+def _canonical_objects(asked: Sequence[str], names: Names, now: datetime) -> tuple[list[str], dict[str, str]]:
+    """The objects to look for (each as asked and under its canonical name now) and how each is named to
+    the user: `logistics.shipments__v5.notes (logistics.shipments.notes)`."""
+    wanted: list[str] = []
+    shown: dict[str, str] = {}
+    for obj in asked:
+        canonical = [c for c in names.canonical(obj, now) if c != obj]
+        label = f"{canonical[0]} ({obj})" if len(canonical) == 1 else obj
+        for name in (obj, *canonical):
+            if name not in shown:
+                wanted.append(name)
+                shown[name] = label
+    return wanted, shown
+
+
+def _coverage_problems(
+    sources: list[dict[str, object]],
+    since: datetime,
+    fresh_from: datetime,
+    retired: Mapping[str, Retirement] | None = None,
+) -> list[str]:
     latest: dict[str, dict[str, object]] = {}
     for row in sources:  # one row per collection; the newest per source counts
         name = str(row["source"])
         if name not in latest or _time(row, "collected_at") >= _time(latest[name], "collected_at"):
             latest[name] = row
+    retired = retired or {}
+    # A source retired after its last collection no longer has to cover anything; collected again, it counts.
+    active = {n: r for n, r in latest.items() if n not in retired or retired[n].at < _time(r, "collected_at")}
+    if latest and not active:
+        return [
+            "every telemetry source is retired: nothing covers the window "
+            f"(retired: {', '.join(sorted(latest))}); collect a source that sees the reads"
+        ]
     problems = []
-    for name, row in sorted(latest.items()):
+    for name, row in sorted(active.items()):
         watermark, start = row["watermark"], row.get("covered_from")
         if not isinstance(watermark, datetime):
             problems.append(f"source {name} delivered no statement yet: the log covers nothing")

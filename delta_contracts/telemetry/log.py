@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from delta_contracts.telemetry.names import Names
 from delta_contracts.telemetry.store import (
     read_delta,
     readers_path,
@@ -60,13 +61,17 @@ def logged_keys(state_dir: Path, source: str) -> set[tuple[str, str, str, str]]:
     }
 
 
-def append_readers(state_dir: Path, rows: Sequence[ReaderRow], collected_at: datetime) -> int:
-    """Append the rows not logged yet; returns how many were appended."""
+def append_readers(
+    state_dir: Path, rows: Sequence[ReaderRow], collected_at: datetime, names: Names | None = None
+) -> int:
+    """Append the rows not logged yet, each under the canonical name of what it read at its statement's
+    time (`names`: by default the history of the ledger beside the log); returns how many were appended."""
     import pyarrow as pa
     from deltalake import write_deltalake
 
     if not rows:
         return 0
+    rows = canonical_rows(rows, Names.load(state_dir) if names is None else names)
     seen: set[tuple[str, str, str, str]] = set()
     for source in {r.source for r in rows}:
         seen |= logged_keys(state_dir, source)
@@ -96,6 +101,16 @@ def append_readers(state_dir: Path, rows: Sequence[ReaderRow], collected_at: dat
     state_dir.mkdir(parents=True, exist_ok=True)
     write_deltalake(str(readers_path(state_dir)), data, mode="append")
     return len(fresh)
+
+
+def canonical_rows(rows: Sequence[ReaderRow], names: Names) -> list[ReaderRow]:
+    """Each row under the canonical name(s) of what it read then; a read of a view column the view did not
+    serve at the time read nothing (the statement failed) and is dropped."""
+    out: list[ReaderRow] = []
+    for row in rows:
+        for name in names.canonical(row.object, row.statement_time):
+            out.append(row if name == row.object else replace(row, object=name))
+    return out
 
 
 def watermarks(state_dir: Path) -> dict[str, Watermark]:
@@ -145,3 +160,52 @@ def _utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+RETIRED = "telemetry_retired"
+
+
+@dataclass(frozen=True, slots=True)
+class Retirement:
+    """A source nobody will collect again (a one-off export, a decommissioned cluster), said so on purpose."""
+
+    source: str
+    at: datetime
+    reason: str
+    user: str
+
+
+def retired_path(state_dir: Path) -> Path:
+    return state_dir / RETIRED
+
+
+def retire_source(state_dir: Path, source: str, reason: str, user: str, at: datetime) -> Retirement:
+    """Record that `source` is retired: the gate stops asking it to be fresh and to cover the window (its
+    logged reads still count). Collecting it again later brings it back. One atomic delta-rs append."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    if not reason.strip():
+        raise ValueError("a retirement needs a reason (it is recorded)")
+    known = watermarks(state_dir)
+    if source not in known:
+        listed = ", ".join(sorted(known)) or "none"
+        raise ValueError(f"no source {source!r} was ever collected (collected: {listed})")
+    ts = pa.timestamp("us", tz="UTC")
+    schema = pa.schema(
+        [("source", pa.string()), ("retired_at", ts), ("reason", pa.string()), ("user", pa.string())]
+    )
+    row = {"source": source, "retired_at": _utc(at), "reason": reason.strip(), "user": user}
+    write_deltalake(str(retired_path(state_dir)), pa.Table.from_pylist([row], schema=schema), mode="append")
+    return Retirement(source, _utc(at) or at, reason.strip(), user)
+
+
+def retirements(state_dir: Path) -> dict[str, Retirement]:
+    """The newest retirement per source."""
+    table = read_delta(retired_path(state_dir))
+    out: dict[str, Retirement] = {}
+    for row in table.to_pylist() if table is not None else []:
+        mark = Retirement(row["source"], row["retired_at"], row["reason"], row["user"])
+        if mark.source not in out or mark.at >= out[mark.source].at:
+            out[mark.source] = mark
+    return out

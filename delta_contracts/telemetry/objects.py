@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from delta_contracts.sql.extract import Catalog
+from delta_contracts.telemetry.names import Names
 
 if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
@@ -28,6 +29,14 @@ class Watched:
     consumers: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     catalog: Catalog = field(default_factory=Catalog)
     locations: Mapping[str, str] = field(default_factory=dict)  # storage path -> table name (path reads)
+    # Among `objects`: the other names a deprecated object was read under at some time (the alias and
+    # compatibility views that served it, its table's earlier names). Their reads are logged under the
+    # canonical name of what they read at the statement's time (`telemetry.names`).
+    via: tuple[str, ...] = ()
+
+    @property
+    def deprecated(self) -> tuple[str, ...]:
+        return tuple(o for o in self.objects if o not in set(self.via))
 
 
 def deprecated_in_contract(contract: Contract) -> list[str]:
@@ -69,8 +78,13 @@ def watched(
     live: Mapping[str, LiveTable] | None = None,
     views: Mapping[str, str] | None = None,
     extra: Iterable[str] = (),
+    history: Names | None = None,
 ) -> Watched:
-    """Deprecated objects (contracts + live marks + `extra`), consumers, and the catalog for extraction."""
+    """Deprecated objects (contracts + live marks + `extra`), consumers, and the catalog for extraction.
+
+    With `history` (the ledger's history of views and tables), a view's schema is every column it ever served
+    (a statement through it is resolved at its own time, later), and the names that served a deprecated
+    object at some time are watched too (`Watched.via`)."""
     from delta_contracts.plan.building import versioned_name
     from delta_contracts.plan.ops import table_name
 
@@ -99,11 +113,21 @@ def watched(
         # a query naming them reads the live table, so they belong to its schema too.
         live_columns = tuple(c.name.casefold() for c in live_table.columns)
         schemas[name.casefold()] = tuple(dict.fromkeys(schemas.get(name.casefold(), ()) + live_columns))
+    via: list[str] = []
+    if history is not None:
+        for view in history.views():
+            schemas[view] = tuple(dict.fromkeys(schemas.get(view, ()) + history.served_columns(view)))
+        deprecated = list(dict.fromkeys(objects))
+        for obj in deprecated:
+            via.extend(v for v in history.via(obj) if v not in deprecated)
+            for other in history.via(obj):
+                consumers.setdefault(other, consumers.get(obj, ()))
     catalog = Catalog({k.casefold(): v for k, v in (views or {}).items()}, schemas)
     locations = {
         t.location.removeprefix("file:").rstrip("/"): name.casefold() for name, t in (live or {}).items()
     }
-    return Watched(tuple(dict.fromkeys(objects)), consumers, catalog, locations)
+    via = list(dict.fromkeys(via))
+    return Watched(tuple(dict.fromkeys([*objects, *via])), consumers, catalog, locations, tuple(via))
 
 
 def watched_on(engine: Engine, contracts: Sequence[Contract], extra: Iterable[str] = ()) -> Watched:
@@ -121,4 +145,4 @@ def watched_on(engine: Engine, contracts: Sequence[Contract], extra: Iterable[st
             if table is not None:
                 live[table_name(parts)] = table
     views = {table_name(view): text for view, text in engine.views().items()}
-    return watched(contracts, live, views, extra)
+    return watched(contracts, live, views, extra, Names.load(engine.ledger_table()))

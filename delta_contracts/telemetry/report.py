@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from delta_contracts.telemetry.gate import covers
+from delta_contracts.telemetry.names import Names
 
 SAMPLES = 3
 
@@ -184,3 +185,27 @@ def _when(row: Mapping[str, object]) -> datetime | None:
 
 def _iso(value: datetime | None) -> str:
     return value.strftime("%Y-%m-%d %H:%M") if value else "-"
+
+
+def canonical_input(
+    rows: Iterable[Mapping[str, object]],
+    objects: Sequence[str],
+    consumers: Mapping[str, Sequence[str]],
+    names: Names,
+    now: datetime,
+) -> tuple[list[dict[str, object]], list[str], dict[str, tuple[str, ...]]]:
+    """The log's rows, the objects and the consumers under one canonical name per object (the physical
+    table that held the data: rows at their statement's time, objects now), as the gate names them."""
+    out_rows: list[dict[str, object]] = []
+    for row in rows:
+        when = _when(row)
+        for name in names.canonical(str(row["object"]), when) or (str(row["object"]),):
+            out_rows.append({**row, "object": name})
+    out_objects: list[str] = []
+    out_consumers: dict[str, tuple[str, ...]] = {k.casefold(): tuple(v) for k, v in consumers.items()}
+    for obj in objects:
+        for name in names.canonical(obj, now) or (obj.casefold(),):
+            out_objects.append(name)
+            if obj.casefold() in out_consumers:
+                out_consumers.setdefault(name, out_consumers[obj.casefold()])
+    return out_rows, list(dict.fromkeys(out_objects)), out_consumers

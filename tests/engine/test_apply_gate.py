@@ -86,10 +86,13 @@ def test_a_stale_or_read_log_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     old = _dashboard(schema, [now - timedelta(days=d) for d in range(40, 12, -1)])
     _collect(engine, contract, _export(tmp_path / "old.jsonl", old), now - timedelta(days=13))
     stale = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: now)
-    (waiting,) = stale.waiting
-    (reason,) = waiting.reasons
+    # Both drops say what holds them (the stale log), not only the first one.
+    first, second = stale.waiting
+    (reason,) = first.reasons
     assert reason.startswith("stale readers log: source history was collected up to ")
     assert "(telemetry.freshness)" in reason
+    assert second.index == 13
+    assert second.reasons == (reason, f"and {stored.migration_id} op 12 is held by its gate")
     lenient = apply(
         engine,
         root,

@@ -137,3 +137,63 @@ def test_appending_the_same_rows_twice_adds_nothing(tmp_path: Path) -> None:
     rows = [_read("sales.orders", NOW, sid="a"), _read("sales.orders", NOW, sid="b")]
     assert append_readers(tmp_path, rows, NOW) == 2
     assert append_readers(tmp_path, rows, NOW) == 0
+
+
+def test_a_retired_one_off_source_stops_holding_the_gate_and_its_reads_still_count(tmp_path: Path) -> None:
+    """A one-off export collected once keeps every gate shut (stale forever) until it is retired on purpose;
+    the reads it logged still count, and collecting it again brings it back."""
+    from delta_contracts.telemetry.log import retire_source, retirements
+
+    _collected(tmp_path, watermark=NOW - timedelta(hours=1), covered_from=NOW - timedelta(days=60))
+    oneoff = Watermark(
+        "oneoff", NOW - timedelta(days=5), NOW - timedelta(days=5), NOW - timedelta(days=6), 3, 0
+    )
+    record_watermark(tmp_path, oneoff)
+    shut = readers_gate(tmp_path, ["sales.orders.legacy"], LOOKBACK, NOW)
+    assert not shut.open and any(r.startswith("stale readers log: source oneoff") for r in shut.reasons)
+    retire_source(tmp_path, "oneoff", "a one-off export for the audit", "ann", NOW - timedelta(hours=1))
+    assert retirements(tmp_path)["oneoff"].reason == "a one-off export for the audit"
+    assert readers_gate(tmp_path, ["sales.orders.legacy"], LOOKBACK, NOW).open
+    read = ReaderRow("sales.orders.legacy", "read", "auditor", "csv", "x1", NOW - timedelta(days=5), "oneoff")
+    append_readers(tmp_path, [read], NOW)
+    counted = readers_gate(tmp_path, ["sales.orders.legacy"], LOOKBACK, NOW)
+    assert not counted.open and counted.readers == {"sales.orders.legacy": ("auditor (csv)",)}
+    record_watermark(
+        tmp_path, Watermark("oneoff", NOW - timedelta(days=4), NOW, NOW - timedelta(days=6), 1, 0)
+    )
+    again = readers_gate(tmp_path, ["sales.orders.amount"], LOOKBACK, NOW)
+    assert any(r.startswith("stale readers log: source oneoff") for r in again.reasons)
+
+
+def test_retiring_needs_a_known_source_and_a_reason_and_every_source_retired_keeps_it_shut(
+    tmp_path: Path,
+) -> None:
+    import pytest
+
+    from delta_contracts.telemetry.log import retire_source
+
+    _collected(tmp_path, watermark=NOW, covered_from=NOW - timedelta(days=60))
+    with pytest.raises(ValueError, match=r"no source 'histroy' was ever collected \(collected: history\)"):
+        retire_source(tmp_path, "histroy", "typo", "ann", NOW)
+    with pytest.raises(ValueError, match="needs a reason"):
+        retire_source(tmp_path, "history", "  ", "ann", NOW)
+    retire_source(tmp_path, "history", "moved to lineage", "ann", NOW + timedelta(seconds=1))
+    verdict = readers_gate(tmp_path, ["sales.orders"], LOOKBACK, NOW)
+    assert not verdict.open
+    assert verdict.reasons[0].startswith("every telemetry source is retired")
+
+
+def test_the_retire_command(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from delta_contracts.cli import app
+
+    _collected(tmp_path / "wh" / "_delta_contracts", watermark=NOW, covered_from=NOW - timedelta(days=60))
+    runner = CliRunner()
+    base = ["telemetry", "retire", "--warehouse", str(tmp_path / "wh")]
+    bad = runner.invoke(app, [*base, "--source", "nope", "--reason", "gone"])
+    assert bad.exit_code == 2 and "no source 'nope' was ever collected" in bad.output
+    assert bad.exception is None or isinstance(bad.exception, SystemExit)
+    done = runner.invoke(app, [*base, "--source", "history", "--reason", "decommissioned cluster"])
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("retired history at ") and "decommissioned cluster" in done.output

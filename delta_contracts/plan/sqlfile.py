@@ -80,13 +80,18 @@ def refusal_guards(op: Op, alias: TableId) -> tuple[tuple[str, str], ...]:
                 expressions=[exp.Not(this=exp.Exists(this=moved)), exp.Literal.string(message)],
             )
             guards.append(
-                (f"fails once {table_name(alias)} reads another table than {source}", x.sql(exp.select(assertion)))
+                (
+                    f"fails once {table_name(alias)} reads another table than {source}",
+                    x.sql(exp.select(assertion)),
+                )
             )
         return tuple(guards)
     if isinstance(op, DropTable):
         # DROP TABLE IF EXISTS drops a view of that name too: the compatibility view made after the drop.
         name = table_name(op.table)
-        return ((f"fails unless {name} is a table: dropped already, or now a view", _must_be_table(op.table)),)
+        return (
+            (f"fails unless {name} is a table: dropped already, or now a view", _must_be_table(op.table)),
+        )
     return ()
 
 

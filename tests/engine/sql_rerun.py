@@ -25,8 +25,8 @@ _CELL = re.compile(r"^-- \[\d+\] ", re.MULTILINE)
 
 def sql_cells(text: str) -> list[tuple[str, ...]]:
     """The file's statements (text as written, comments left out) grouped by op cell, in file order."""
+    from sqlglot import TokenType
     from sqlglot.dialects.dialect import Dialect
-    from sqlglot.tokens import TokenType
 
     from delta_contracts.sql.dialect import DIALECT
 
@@ -61,7 +61,9 @@ def first_pass_cells(migration: Migration, text: str) -> list[tuple[str, ...]]:
     ops = [op for phase in Phase for op in migration.phase(phase)]
     assert len(cells) == len(ops), f"the file has {len(cells)} cells for {len(ops)} ops"
     for op, cell in zip(ops, cells, strict=True):
-        assert cell[-1] == render(op), f"cell of {op.summary()} ends with {cell[-1]!r}, apply runs {render(op)!r}"
+        assert cell[-1] == render(op), (
+            f"cell of {op.summary()} ends with {cell[-1]!r}, apply runs {render(op)!r}"
+        )
     return cells
 
 

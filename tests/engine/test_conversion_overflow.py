@@ -1,9 +1,9 @@
 """A `convert.expression` that overflows its new type, on delta-spark with ANSI mode off and on.
 
-ANSI off, `bigint * 10` wraps (1844674407370955162 * 10 -> 4) and a CAST to int wraps too: the copy's pre-check
-must still count the row, and the copy statement itself (run by hand, without its pre-check) must fail rather
-than write 4. ANSI on, the product fails the query: the pre-check must count the row all the same instead of
-dying with an ArithmeticException.
+ANSI off, `bigint * 10` wraps (1844674407370955162 * 10 -> 4) and a CAST to int wraps too: the copy's
+pre-check must still count the row, and the copy statement itself (run by hand, without its pre-check) must
+fail rather than write 4. ANSI on, the product fails the query: the pre-check must count the row all the same
+instead of dying with an ArithmeticException.
 """
 
 from __future__ import annotations

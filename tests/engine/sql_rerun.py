@@ -4,7 +4,8 @@ The file is split as `spark-sql -f` splits it (at each `;` outside quotes and co
 grouped by op cell (`-- [n] …`). `first_pass_cells` holds the file against the ops `apply` runs (each cell
 ends with its op's statement; the cell's guards run before the op and must pass); `run_again` runs every cell
 of the file once more on the migrated table, as a DBA re-running the file (or its cells in a notebook) does:
-a cell stops at its first failing statement (a refusal), and the next cell runs. `inventory` is what the
+a cell stops at its first failing statement (a refusal), and the next cell runs; after each cell the schema
+holds the same tables and views. `inventory` is what the
 re-run must leave as a single `apply` left it: every table and view of the schema, what each serves, and each
 table's Delta state (schema, rules, properties, rows) read from its log. No pytest here: the delta-3
 virtualenv runs it too.
@@ -73,8 +74,11 @@ def run_guards(engine: Engine, cell: Sequence[str]) -> None:
         engine.sql(statement)
 
 
-def run_again(engine: Engine, cells: Sequence[Sequence[str]]) -> list[str]:
-    """Every cell once more; the refusals (cell number and the error's first line)."""
+def run_again(engine: Engine, cells: Sequence[Sequence[str]], schema: str) -> list[str]:
+    """Every cell once more; the refusals (cell number and the error's first line). After each cell the
+    schema still holds the same tables and views (a DBA may stop after any cell): a later cell must not be
+    what puts back what an earlier one took away."""
+    names = _names(engine, schema)
     refused = []
     for number, cell in enumerate(cells, start=1):
         for statement in cell:
@@ -83,7 +87,20 @@ def run_again(engine: Engine, cells: Sequence[Sequence[str]]) -> list[str]:
             except Exception as err:  # any refusal counts; what it left is compared after the run
                 refused.append(f"[{number}] {str(err).strip().splitlines()[0][:160]}")
                 break
+        now = _names(engine, schema)
+        assert now == names, f"cell [{number}] run again left the tables and views {now}, not {names}"
     return refused
+
+
+def _names(engine: Engine, schema: str) -> dict[str, str]:
+    """The schema's tables and views by name (SHOW rather than `spark.catalog.listTables`, which fails to
+    decode its rows without code generation: tests/engine/session_conf.py)."""
+    from delta_contracts.plan import expressions as x
+
+    namespace = x.sql(x.ident(schema))
+    names = {row["tableName"] for row in engine.sql(f"SHOW TABLES IN {namespace}") if not row["isTemporary"]}
+    views = {row["viewName"] for row in engine.sql(f"SHOW VIEWS IN {namespace}") if not row["isTemporary"]}
+    return {name: "view" if name in views else "table" for name in sorted(names)}
 
 
 def inventory(engine: Engine, schema: str) -> dict[str, Any]:
@@ -91,17 +108,12 @@ def inventory(engine: Engine, schema: str) -> dict[str, Any]:
     from delta_contracts.plan import expressions as x
     from tests.engine.recipe_run import checksum, table_state
 
-    # SHOW rather than `spark.catalog.listTables`, which fails to decode its rows without code generation
-    # (tests/engine/session_conf.py)
-    namespace = x.sql(x.ident(schema))
-    names = {row["tableName"] for row in engine.sql(f"SHOW TABLES IN {namespace}") if not row["isTemporary"]}
-    views = {row["viewName"] for row in engine.sql(f"SHOW VIEWS IN {namespace}") if not row["isTemporary"]}
     found: dict[str, Any] = {}
-    for table in sorted(names):
+    for table, kind in _names(engine, schema).items():
         name = (schema, table)
         rows = engine.sql(f"SELECT * FROM {x.sql(x.table(name))}")
-        record: dict[str, Any] = {"kind": "view" if table in views else "table", "served": checksum(rows)}
-        if table not in views:
+        record: dict[str, Any] = {"kind": kind, "served": checksum(rows)}
+        if kind == "table":
             live = engine.describe(name, with_version=False)
             assert live is not None, name
             record["state"] = table_state(live.location.removeprefix("file:"), schema)
@@ -113,7 +125,7 @@ def run_again_unchanged(engine: Engine, text: str, schema: str, where: str) -> l
     """Run the whole file again on the migrated schema; it must leave every table and view as it found them.
     The refusals, for the record."""
     before = inventory(engine, schema)
-    refused = run_again(engine, sql_cells(text))
+    refused = run_again(engine, sql_cells(text), schema)
     after = inventory(engine, schema)
     changed = {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
     assert not changed, (

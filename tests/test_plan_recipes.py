@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -211,7 +212,13 @@ def test_narrowing_switches_to_versioned_and_says_why() -> None:
     assert state.physical == ("payments", "transactions__v3")
     assert any("not a type widening" in n for n in migration.notes)
     copy = next(op for op in migration.ops if isinstance(op, CopyRows) and op.phase is Phase.POPULATE)
-    assert ("txn_amt_paise", "CAST(`txn_amt_paise` AS INT)") in copy.mapping
+    # the conversion, made never to wrap (ANSI off) nor to fail on an overflow of its own (ANSI on): a value
+    # it would lose fails the copy by name instead
+    converted = dict(copy.mapping)["txn_amt_paise"]
+    assert x.never_raising(converted) == "TRY_CAST(`txn_amt_paise` AS INT)"
+    assert (
+        "RAISE_ERROR('payments.transactions: column txn_amt_paise: the conversion to int loses" in converted
+    )
     rename = next(op for op in migration.ops if isinstance(op, RenameTable))
     assert rename.new_name == ("payments", "transactions__v2")
     drop = next(op for op in migration.ops if isinstance(op, DropTable))

@@ -146,16 +146,63 @@ def any_of(predicates: Sequence[str]) -> str | None:
     return sql(exp.or_(*(exp.Paren(this=parse(p)) for p in predicates)))
 
 
+# Arithmetic that overflows wraps silently with ANSI off and fails the query with ANSI on; its `try_`
+# function (Spark >= 3.3) gives NULL instead, whatever the mode.
+_TRYING: dict[type[exp.Expr], str] = {
+    exp.Add: "TRY_ADD",
+    exp.Sub: "TRY_SUBTRACT",
+    exp.Mul: "TRY_MULTIPLY",
+    exp.Div: "TRY_DIVIDE",
+}
+_RAISE_ERROR = "RAISE_ERROR"
+
+
 def never_raising(expression_text: str) -> str:
-    """The expression with every CAST made a TRY_CAST: NULL where a value does not fit, whatever the session's
-    ANSI mode (ANSI off, a CAST that overflows wraps silently; ANSI on, it fails the query)."""
+    """The expression with every CAST made a TRY_CAST and every `+ - * /` its `try_` function: NULL where a
+    value does not fit, whatever the session's ANSI mode (ANSI off, a CAST or a product that overflows wraps
+    silently; ANSI on, it fails the query). A `refusing_loss` conversion's RAISE_ERROR becomes that NULL."""
 
     def soften(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
             return exp.TryCast(this=node.this, to=node.to)
+        trying = _TRYING.get(type(node))
+        if trying is not None and isinstance(node, exp.Binary):
+            return exp.Anonymous(this=trying, expressions=[node.this, node.expression])
+        if _is_raise(node):
+            return exp.Null()
         return node
 
-    return sql(parse(expression_text).transform(soften))
+    tree = parse(expression_text)
+    for case in list(tree.find_all(exp.Case)):
+        if case.args.get("ifs") and all(_is_raise(branch.args.get("true")) for branch in case.args["ifs"]):
+            # a `refusing_loss` conversion: what it refuses is NULL here, as in its ELSE
+            tree = tree if case is not tree else case.args["default"]
+            case.replace(case.args["default"])
+    # Children before their parents: a replaced node's children are not visited by `transform`.
+    for node in reversed(list(tree.dfs())):
+        softened = soften(node)
+        if softened is not node:
+            tree = softened if node is tree else tree
+            node.replace(softened)
+    return sql(tree)
+
+
+def _is_raise(node: object) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).upper() == _RAISE_ERROR
+
+
+def refusing_loss(expression_text: str, type_text: str, message: str) -> str:
+    """A user's conversion to `type_text` that fails the statement (RAISE_ERROR) on a row whose value it would
+    lose — overflow, text that is no number — where a bare CAST wraps silently with ANSI off: the populate
+    copy stays right when run without its pre-check (by hand), whatever the session's ANSI mode."""
+    attempt = parse(never_raising(cast_text(expression_text, type_text)))
+    sources = sorted(referenced_columns(expression_text))
+    if not sources:
+        return sql(attempt)
+    present = exp.or_(*(exp.Not(this=exp.Is(this=column(s), expression=exp.Null())) for s in sources))
+    lost = exp.and_(exp.Paren(this=present), exp.Is(this=attempt.copy(), expression=exp.Null()))
+    refusal = exp.Anonymous(this=_RAISE_ERROR, expressions=[exp.Literal.string(message)])
+    return sql(exp.Case(ifs=[exp.If(this=lost, true=refusal)], default=attempt))
 
 
 def lost_in_conversion(sources: Sequence[str], converted_text: str, round_trip: str | None) -> str:

@@ -163,7 +163,11 @@ def copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str]
                     "declare `convert: {expression: <SQL over the previous columns>, inverse: <SQL back, "
                     "optional>}` on the column"
                 )
-            mapping.append((column.name, x.cast_text(column.convert.expression, to_type)))
+            message = (
+                f"{new.id}: column {column.name}: the conversion to {to_type} loses a value (overflow or "
+                "no such value); nothing was copied"
+            )
+            mapping.append((column.name, x.refusing_loss(column.convert.expression, to_type, message)))
         elif column.default is not None:
             mapping.append((column.name, x.sql(x.cast(x.literal(column.default), to_type))))
         elif column.fill is not None:

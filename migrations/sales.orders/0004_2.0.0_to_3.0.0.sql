@@ -30,11 +30,15 @@ ALTER TABLE `sales`.`orders__v3` ADD CONSTRAINT `channel_enum` CHECK (`channel` 
 -- === populate: data work; resumable ===
 -- [6] copy rows sales.orders -> sales.orders__v3 (copy rows)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`orders` WHERE ((TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR (NOT COALESCE(((`order_id`) >= 1), FALSE)) OR (NOT COALESCE(((TRY_CAST(`order_total` * 100 AS BIGINT)) >= 0), FALSE)) OR (NOT COALESCE(((`status`) IN ('PLACED', 'SHIPPED', 'DELIVERED', 'CANCELLED')), FALSE)) OR (NOT COALESCE(((`channel`) IN ('web', 'app', 'store')), FALSE)) OR (((NOT `order_total` IS NULL) AND (TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR NOT (TRY_CAST((TRY_CAST(`order_total` * 100 AS BIGINT)) / 100 AS DECIMAL(12, 2))) IS NOT DISTINCT FROM `order_total`)
+-- guard, fails unless sales.orders is still a table: renamed away or a view, the cutover ran:
+DESCRIBE DETAIL `sales`.`orders`;
 INSERT OVERWRITE TABLE `sales`.`orders__v3` (`order_id`, `customer_id`, `order_total`, `status`, `channel`, `order_date`, `created_at`) SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` * 100 AS BIGINT) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders`;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [7] copy rows sales.orders -> sales.orders__v3 (catch rows written since populate)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `sales`.`orders` WHERE ((TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR (NOT COALESCE(((`order_id`) >= 1), FALSE)) OR (NOT COALESCE(((TRY_CAST(`order_total` * 100 AS BIGINT)) >= 0), FALSE)) OR (NOT COALESCE(((`status`) IN ('PLACED', 'SHIPPED', 'DELIVERED', 'CANCELLED')), FALSE)) OR (NOT COALESCE(((`channel`) IN ('web', 'app', 'store')), FALSE)) OR (((NOT `order_total` IS NULL) AND (TRY_CAST(`order_total` * 100 AS BIGINT)) IS NULL) OR NOT (TRY_CAST((TRY_CAST(`order_total` * 100 AS BIGINT)) / 100 AS DECIMAL(12, 2))) IS NOT DISTINCT FROM `order_total`)
+-- guard, fails unless sales.orders is still a table: renamed away or a view, the cutover ran:
+DESCRIBE DETAIL `sales`.`orders`;
 INSERT OVERWRITE TABLE `sales`.`orders__v3` (`order_id`, `customer_id`, `order_total`, `status`, `channel`, `order_date`, `created_at`) SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` * 100 AS BIGINT) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders`;
 -- [8] rename table sales.orders -> sales.orders__v2 (free the name for the alias view)
 ALTER TABLE `sales`.`orders` RENAME TO `sales`.`orders__v2`;
@@ -48,6 +52,8 @@ ALTER TABLE `sales`.`orders__v3` SET TBLPROPERTIES ('delta_contracts.id'='sales.
 -- === contract: destructive; gated on the deprecation window and zero readers ===
 -- [12] drop table sales.orders__v2 (old version, after the window)
 -- gate: after P30D since delta_contracts.deprecated.table was set and zero readers of sales.orders__v2 in the last P14D (or --force --reason)
+-- guard, fails unless sales.orders__v2 is a table: dropped already, or now a view:
+DESCRIBE DETAIL `sales`.`orders__v2`;
 DROP TABLE IF EXISTS `sales`.`orders__v2`;
 -- [13] view sales.orders__v2 -> sales.orders__v3 (old shape over the new table)
 CREATE OR REPLACE VIEW `sales`.`orders__v2` AS SELECT `order_id` AS `order_id`, `customer_id` AS `customer_id`, CAST(`order_total` / 100 AS DECIMAL(12, 2)) AS `order_total`, `status` AS `status`, `channel` AS `channel`, `order_date` AS `order_date`, `created_at` AS `created_at` FROM `sales`.`orders__v3`;

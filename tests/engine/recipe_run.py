@@ -32,9 +32,10 @@ from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import CopyRows, Migration, Op, Phase
 from delta_contracts.plan.planner import plan
 from delta_contracts.target import Target
-from tests.recipes import pair
+from tests.recipes import BASE, pair
 
 _schemas = itertools.count()
+BASE_SCHEMA = str(BASE["id"]).split(".")[0]  # the schema the golden files are planned in
 
 # Rows every contract of the recipe matrix accepts, before and after its change.
 ROWS: tuple[dict[str, Any], ...] = (
@@ -163,15 +164,28 @@ def apply_checked(engine: Engine, op: Op, where: str) -> None:
         assert engine.holds(post), f"{where}: postcondition {post} does not hold after {op.summary()}"
 
 
-def run_migration(engine: Engine, migration: Migration, where: str, before_cutover: Any = None) -> None:
+def run_migration(
+    engine: Engine, migration: Migration, where: str, before_cutover: Any = None, sql_file: str | None = None
+) -> None:
+    """Apply the migration op by op (checked), then re-apply it: every op skipped. With `sql_file` (the
+    migration's `.sql` file, as text), each op's cell of the file must end with the statement apply runs and
+    its guards pass before the op; after the re-apply the whole file runs again by hand and must leave the
+    schema as the single apply left it (`sql_rerun`)."""
+    from tests.engine import sql_rerun
+
+    cells = iter(sql_rerun.first_pass_cells(migration, sql_file)) if sql_file is not None else None
     for phase in Phase:
         if phase is Phase.CUTOVER and before_cutover is not None:
             before_cutover()
         for i, op in enumerate(migration.phase(phase)):
+            if cells is not None:
+                sql_rerun.run_guards(engine, next(cells))
             apply_checked(engine, op, f"{where} {phase.value}[{i}] {op.kind}")
     again = [engine.apply_op(op) for op in migration.ops]
     ran = [o.op_kind for o in again if o.path != "skipped"]
     assert ran == [], f"{where}: re-applying ran {ran}"
+    if sql_file is not None:
+        sql_rerun.run_again_unchanged(engine, sql_file, migration.table[0], where)
 
 
 def read_through_name(engine: Engine, contract: Contract) -> list[dict[str, Any]]:
@@ -252,12 +266,15 @@ def execute_case(
     target: Target = Target.DELTA_4,
     *,
     clone_old: bool = False,
+    sql_files: bool = False,
 ) -> CaseRun:
     """Create the old table, write rows, apply the migration phase by phase (an old producer writes one
     more row between populate and cutover), re-apply it, read the rows through the contract's name.
 
     `clone_old`: start from a clone of the old table's template (`clone_old_table`) rather than run the
-    whole create migration on an empty table for each case; its ops are applied all the same."""
+    whole create migration on an empty table for each case; its ops are applied all the same.
+    `sql_files`: hold the golden `.sql` files of the case (tests/golden) to its ops, and run them again by
+    hand after the apply (`run_migration`); the create's golden once per versioning and target."""
     schema = f"recipe{next(_schemas)}"
     create_schema(engine, schema)
     base, wanted = pair(recipe, versioning)
@@ -266,15 +283,18 @@ def execute_case(
     engine.check_supported(created.ops)
     if clone_old:
         clone_old_table(engine, base, target, state.physical)
-    run_migration(engine, created, f"{recipe}/{versioning} create")
+    create_file = _create_golden(created, base, versioning, target, schema) if sql_files else None
+    run_migration(engine, created, f"{recipe}/{versioning} create", sql_file=create_file)
     write_rows(engine, state.physical, ROWS)
     migration, after = plan(old, new, target, state=state)
     engine.check_supported(migration.ops)
+    golden = GOLDEN / recipe / f"{versioning}.{target.value}.sql"
     run_migration(
         engine,
         migration,
         f"{recipe}/{versioning}",
         before_cutover=lambda: write_rows(engine, state.physical, [LATE_ROW]),
+        sql_file=_golden_file(golden, schema) if sql_files else None,
     )
     got = read_through_name(engine, new)
     return CaseRun(
@@ -286,6 +306,31 @@ def execute_case(
         location=_location(engine, after.physical),
         schema=schema,
     )
+
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+# (versioning, target) whose create golden has been run again by hand in this process
+_creates_rerun: set[tuple[str, str]] = set()
+
+
+def _golden_file(path: Path, schema: str) -> str:
+    """A golden file (planned for `payments.transactions`) as it reads for the case's schema."""
+    from tests.engine.sql_rerun import schema_file
+
+    return schema_file(path.read_text(encoding="utf-8"), BASE_SCHEMA, schema)
+
+
+def _create_golden(
+    created: Migration, base: Contract, versioning: str, target: Target, schema: str
+) -> str | None:
+    """The create golden of `versioning`, once per versioning and target, when the case's old contract is the
+    base contract it was planned from."""
+    from tests.recipes import base_contract
+
+    if (versioning, target.value) in _creates_rerun or base != base_contract(versioning):
+        return None
+    _creates_rerun.add((versioning, target.value))
+    return _golden_file(GOLDEN / "create" / f"{versioning}.{target.value}.sql", schema)
 
 
 # The committed history of sales.orders (migrations/sales.orders): rows of 1.0.0, and one row per migration
@@ -315,10 +360,11 @@ HISTORY_LATE_ROWS: dict[str, dict[str, Any]] = {
 }
 
 
-def execute_history(engine: Engine, source: Path) -> CaseRun:
+def execute_history(engine: Engine, source: Path, *, sql_files: bool = False) -> CaseRun:
     """The committed migrations of a table (`source`, its folder under migrations/), copied under a schema of
     their own and executed one after another on a table holding rows, each as `execute_case` executes one
-    recipe; the rows through the contract's name checked after every migration."""
+    recipe; the rows through the contract's name checked after every migration. `sql_files`: each
+    migration's `.sql` file held to its ops and run again by hand after its apply (`run_migration`)."""
     from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
 
     schema = f"history{next(_schemas)}"
@@ -336,7 +382,8 @@ def execute_history(engine: Engine, source: Path) -> CaseRun:
         where = f"{source.name} {stored.migration_id}"
         engine.check_supported(stored.migration.ops)
         if previous is None:
-            run_migration(engine, stored.migration, where)
+            sql_file = stored.sql_path.read_text(encoding="utf-8") if sql_files else None
+            run_migration(engine, stored.migration, where, sql_file=sql_file)
             write_rows(engine, stored.state.physical, rows)
         else:
             late = HISTORY_LATE_ROWS[stored.migration_id[:4]]
@@ -346,6 +393,7 @@ def execute_history(engine: Engine, source: Path) -> CaseRun:
                 stored.migration,
                 where,
                 before_cutover=lambda t=old_physical, r=late: write_rows(engine, t, [r]),
+                sql_file=stored.sql_path.read_text(encoding="utf-8") if sql_files else None,
             )
             rows = expected_rows(previous.contract, stored.contract, [*rows, late])
         got = read_through_name(engine, stored.contract)

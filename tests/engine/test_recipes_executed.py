@@ -114,7 +114,7 @@ def spark_reference(request: pytest.FixtureRequest, key: str, run: Run) -> CaseR
 
 
 def _case(recipe: str, versioning: str) -> Run:
-    return lambda engine: execute_case(engine, recipe, versioning, clone_old=True)
+    return lambda engine: execute_case(engine, recipe, versioning, clone_old=True, sql_files=True)
 
 
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)
@@ -168,7 +168,7 @@ HISTORIES = sorted(p.name for p in MIGRATIONS.iterdir() if len(list(p.glob("0*.j
 
 
 def _history(table: str) -> Run:
-    return lambda engine: execute_history(engine, MIGRATIONS / table)
+    return lambda engine: execute_history(engine, MIGRATIONS / table, sql_files=True)
 
 
 def test_every_committed_history_has_rows_to_execute_with() -> None:

@@ -30,11 +30,19 @@ ALTER TABLE `payments`.`transactions__v3` ADD CONSTRAINT `amount_positive_when_o
 -- === populate: data work; resumable ===
 -- [7] copy rows payments.transactions__v2 -> payments.transactions__v3 (copy rows)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE (NOT COALESCE(((`txn_amt_paise`) >= 1), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) >= 0), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) <= 10), FALSE)) OR (NOT COALESCE(((`status`) IS NULL OR (`status`) IN ('OK', 'FAILED')), FALSE)) OR (NOT COALESCE(((`status`) <> 'OK' OR (`txn_amt_paise`) > 0), FALSE))
+-- guard, fails unless payments.transactions__v2 is still a table: renamed away or a view, the cutover ran:
+DESCRIBE DETAIL `payments`.`transactions__v2`;
+-- guard, fails once payments.transactions reads another table than payments.transactions__v2:
+SELECT ASSERT_TRUE(NOT EXISTS(SELECT INPUT_FILE_NAME() FROM `payments`.`transactions` EXCEPT SELECT INPUT_FILE_NAME() FROM `payments`.`transactions__v2`), 'payments.transactions no longer reads payments.transactions__v2: the cutover ran, and copying payments.transactions__v2 into payments.transactions__v3 again would overwrite rows written since; nothing was changed');
 INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [8] copy rows payments.transactions__v2 -> payments.transactions__v3 (catch rows written since populate)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE (NOT COALESCE(((`txn_amt_paise`) >= 1), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) >= 0), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) <= 10), FALSE)) OR (NOT COALESCE(((`status`) IS NULL OR (`status`) IN ('OK', 'FAILED')), FALSE)) OR (NOT COALESCE(((`status`) <> 'OK' OR (`txn_amt_paise`) > 0), FALSE))
+-- guard, fails unless payments.transactions__v2 is still a table: renamed away or a view, the cutover ran:
+DESCRIBE DETAIL `payments`.`transactions__v2`;
+-- guard, fails once payments.transactions reads another table than payments.transactions__v2:
+SELECT ASSERT_TRUE(NOT EXISTS(SELECT INPUT_FILE_NAME() FROM `payments`.`transactions` EXCEPT SELECT INPUT_FILE_NAME() FROM `payments`.`transactions__v2`), 'payments.transactions no longer reads payments.transactions__v2: the cutover ran, and copying payments.transactions__v2 into payments.transactions__v3 again would overwrite rows written since; nothing was changed');
 INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
 -- [9] view payments.transactions -> payments.transactions__v3 (swap the alias view)
 ALTER VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;
@@ -46,6 +54,8 @@ ALTER TABLE `payments`.`transactions__v3` SET TBLPROPERTIES ('delta_contracts.id
 -- === contract: destructive; gated on the deprecation window and zero readers ===
 -- [12] drop table payments.transactions__v2 (old version, after the window)
 -- gate: after P30D since delta_contracts.deprecated.table was set and zero readers of payments.transactions__v2 in the last P14D (or --force --reason)
+-- guard, fails unless payments.transactions__v2 is a table: dropped already, or now a view:
+DESCRIBE DETAIL `payments`.`transactions__v2`;
 DROP TABLE IF EXISTS `payments`.`transactions__v2`;
 -- [13] view payments.transactions__v2 -> payments.transactions__v3 (old shape over the new table)
 CREATE OR REPLACE VIEW `payments`.`transactions__v2` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;

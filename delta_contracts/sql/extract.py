@@ -325,7 +325,8 @@ def _tables(statement: exp.Expr, catalog: Catalog, dialect: str, depth: int) -> 
     writes = {name for t in targets if (name := table_name(t)) is not None}
     reads: set[str] = set()
     target_ids = {id(t) for t in targets}
-    for table in statement.find_all(exp.Table):
+    named = [t for t in statement.find_all(exp.Table) if not _in_hint(t)]
+    for table in named + _change_feed_tables(statement):
         if id(table) in target_ids or _is_cte_reference(table):
             continue
         name = table_name(table)
@@ -336,6 +337,31 @@ def _tables(statement: exp.Expr, catalog: Catalog, dialect: str, depth: int) -> 
         if view_sql is not None and depth < _MAX_VIEW_DEPTH:
             reads |= _view_reads(view_sql, catalog, dialect, depth + 1)
     return reads, writes
+
+
+def _in_hint(table: exp.Table) -> bool:
+    """`/*+ BROADCAST(d) */` names an alias, not a table."""
+    from sqlglot import exp
+
+    return table.find_ancestor(exp.Hint) is not None
+
+
+def _change_feed_tables(statement: exp.Expr) -> list[exp.Table]:
+    """`table_changes('sales.orders', 2)`: Delta's change feed of a table named by a string."""
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    found = []
+    for call in statement.find_all(exp.Anonymous):
+        if str(call.this).casefold() != "table_changes" or not call.expressions:
+            continue
+        first = call.expressions[0]
+        if isinstance(first, exp.Literal) and first.is_string:
+            try:
+                found.append(exp.to_table(first.name, dialect=DIALECT))
+            except (SqlglotError, ValueError):
+                continue
+    return found
 
 
 def _view_reads(view_sql: str, catalog: Catalog, dialect: str, depth: int) -> set[str]:
@@ -353,7 +379,7 @@ def _write_targets(statement: exp.Expr) -> list[exp.Table]:
 
     targets: list[exp.Table] = []
     writers = (exp.Insert, exp.Merge, exp.Update, exp.Delete, exp.Create, exp.Drop, exp.TruncateTable)
-    for node in statement.find_all(*writers, exp.Alter, exp.Copy):
+    for node in statement.find_all(*writers, exp.Alter, exp.Copy, exp.Cache):
         if isinstance(node, exp.TruncateTable):
             targets.extend(t for t in node.expressions if isinstance(t, exp.Table))
             continue

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # Where `TABLE name` is a query (Spark's `TABLE t`, the head of a pipe `TABLE t |> ...`), not a keyword of
 # a DDL/DML statement (`CREATE TABLE t`, `INSERT INTO TABLE t`).
 _QUERY_TABLE_AFTER = frozenset({"L_PAREN", "UNION", "EXCEPT", "INTERSECT", "ALL", "DISTINCT"})
-_NAME_TOKENS = frozenset({"VAR", "IDENTIFIER", "DOT"})
+_NAME_PARTS = frozenset({"VAR", "IDENTIFIER"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ def on_failure(chunk: Chunk) -> str | None:
     there is nothing to respell."""
     tokens = chunk.tokens
     edits = _query_table_edits(tokens) + _schema_evolution(tokens) + _replace_table(tokens)
-    edits += _insert_if_not_exists(tokens) + _collate(tokens)
+    edits += _insert_if_not_exists(tokens) + _collate(tokens) + _clone_time_travel(tokens)
     if not edits:
         return None
     return _apply(chunk, edits)
@@ -86,6 +86,20 @@ def _apply(chunk: Chunk, edits: list[Edit]) -> str:
     return "".join(out)
 
 
+def _name_end(tokens: tuple[Token, ...], index: int) -> int:
+    """The index after the dotted name starting at `index` (`index` itself when none starts there)."""
+    if index >= len(tokens) or tokens[index].token_type.name not in _NAME_PARTS:
+        return index
+    end = index + 1
+    while (
+        end + 1 < len(tokens)
+        and tokens[end].token_type.name == "DOT"
+        and (tokens[end + 1].token_type.name in _NAME_PARTS)
+    ):
+        end += 2
+    return end
+
+
 def _words(tokens: tuple[Token, ...], index: int, count: int) -> list[str]:
     return [t.text.casefold() for t in tokens[index : index + count]]
 
@@ -99,9 +113,7 @@ def _query_table_edits(tokens: tuple[Token, ...]) -> list[Edit]:
         before = tokens[index - 1].token_type.name if index else None
         if before is not None and before not in _QUERY_TABLE_AFTER:
             continue
-        end = index + 1
-        while end < len(tokens) and tokens[end].token_type.name in _NAME_TOKENS:
-            end += 1
+        end = _name_end(tokens, index + 1)
         if end == index + 1:
             continue
         piped = end < len(tokens) and tokens[end].text == "|>"
@@ -146,3 +158,30 @@ def _collate(tokens: tuple[Token, ...]) -> list[Edit]:
         if tokens[index].text.casefold() == "collate"
         and tokens[index + 1].token_type.name in ("VAR", "IDENTIFIER", "STRING")
     ]
+
+
+_CLONE_CLAUSES = frozenset({"tblproperties", "location"})
+
+
+def _clone_time_travel(tokens: tuple[Token, ...]) -> list[Edit]:
+    """`CREATE TABLE t SHALLOW CLONE s VERSION AS OF 3`: which version is cloned does not change what is
+    read (the source) or written (the target)."""
+    for index, token in enumerate(tokens):
+        if token.text.casefold() != "clone":
+            continue
+        start = _name_end(tokens, index + 1)
+        if (
+            start >= len(tokens)
+            or _words(tokens, start, 3)[1:] != ["as", "of"]
+            or tokens[start].text.casefold()
+            not in (
+                "version",
+                "timestamp",
+            )
+        ):
+            return []
+        end = start + 3
+        while end < len(tokens) and tokens[end].text.casefold() not in _CLONE_CLAUSES:
+            end += 1
+        return [(start, end - 1, "")]
+    return []

@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from delta_contracts.sql.extract import FallbackParser, extract  # noqa: E402
-from delta_contracts.sql.normalize import fingerprint  # noqa: E402
-from tests.telemetry.corpora import Case, hand_cases, tpc_cases  # noqa: E402
+from delta_contracts.sql.extract import FallbackParser, extract
+from delta_contracts.sql.normalize import fingerprint
+from tests.telemetry.corpora import Case, hand_cases, tpc_cases
 
 
 def main() -> None:
@@ -39,9 +39,8 @@ def main() -> None:
     by_corpus: dict[str, list[Case]] = defaultdict(list)
     for case in cases:
         by_corpus[case.corpus].append(case)
-    print(
-        f"{'corpus':<22} {'n':>4} {'reads exact':>12} {'writes exact':>13} {'both':>7} {'fingerprint same':>17}"
-    )
+    header = f"{'corpus':<22} {'n':>4} {'reads exact':>12} {'writes exact':>13} {'both':>7}"
+    print(f"{header} {'fingerprint same':>17}")
     started = time.perf_counter()
     totals = [0, 0, 0, 0, 0]
     misses: list[str] = []
@@ -57,9 +56,10 @@ def main() -> None:
             folded = extract(fingerprint(case.text), fallback_parser=fallback)
             same += (folded.tables_read, folded.tables_written) == (got.tables_read, got.tables_written)
             if not (reads_hit and writes_hit):
+                found = f"reads {list(got.tables_read)} writes {list(got.tables_written)}"
                 misses.append(
-                    f"{corpus}:{case.key}: got reads {list(got.tables_read)} writes {list(got.tables_written)}"
-                    f" (error {got.error!r}); expected {list(case.reads)} / {list(case.writes)}"
+                    f"{corpus}:{case.key}: got {found} (error {got.error!r});"
+                    f" expected {list(case.reads)} / {list(case.writes)}"
                 )
         n = len(group)
         print(

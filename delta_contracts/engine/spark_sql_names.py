@@ -19,9 +19,16 @@ _TARGETS = {
     "InsertIntoStatement": "table",
     "UpdateTable": "table",
     "DeleteFromTable": "table",
+    "OverwriteByExpression": "table",  # INSERT ... REPLACE WHERE
+    "AppendData": "table",
+    "OverwritePartitionsDynamic": "table",
+    "AlterViewAs": "child",
+    "CloneTableStatement": "target",  # Delta's CREATE TABLE t [SHALLOW] CLONE s
+    "RestoreTableStatement": "table",  # Delta's RESTORE TABLE t TO VERSION AS OF n
 }
 # Wrappers between a target and its relation (`UPDATE t AS x`, `... VERSION AS OF 3`).
-_WRAPPERS = frozenset({"SubqueryAlias", "RelationTimeTravel", "UnresolvedTimeTravel"})
+_TIME_TRAVEL = frozenset({"RelationTimeTravel", "UnresolvedTimeTravel", "TimeTravel"})
+_WRAPPERS = frozenset({"SubqueryAlias"}) | _TIME_TRAVEL
 # Names of existing objects a command looks at (DESCRIBE, ALTER, ...): counted as reads, since a wrong read
 # keeps a drop waiting and a wrong write could let it through.
 _LOOKED_UP = frozenset({"UnresolvedTable", "UnresolvedTableOrView", "UnresolvedView"})
@@ -72,18 +79,24 @@ def _walk(node: Any, ctes: frozenset[str], reads: set[str], writes: set[str]) ->
     if kind == "UnresolvedIdentifier":
         writes.add(_name([str(p) for p in _seq(node.nameParts())]))
         return
-    if kind in ("RelationTimeTravel", "UnresolvedTimeTravel"):  # a leaf: its relation is no child
+    if kind in _TIME_TRAVEL:  # a leaf: its relation is no child
         _walk(node.relation(), ctes, reads, writes)
         return
+    if kind == "UnresolvedTableValuedFunction":
+        reads |= _change_feed(node)
+    if kind == "CreateViewCommand":  # CREATE TEMP VIEW: a TableIdentifier, not an UnresolvedIdentifier
+        writes.add(_name([str(p) for p in _seq(node.name().nameParts())]))
+    if kind == "CacheTableAsSelect":
+        writes.add(str(node.tempViewName()).casefold())
     if kind in _LOOKED_UP:
         reads.add(_name([str(p) for p in _seq(node.multipartIdentifier())]))
         return
     target = None
     if kind in _TARGETS:
         target = getattr(node, _TARGETS[kind])()
-        relation = _unwrap(target)
-        if relation is not None:
-            writes.add(_name([str(p) for p in _seq(relation.multipartIdentifier())]))
+        name = _target_name(target)
+        if name is not None:
+            writes.add(name)
         else:
             _walk(target, ctes, reads, writes)
     if kind == "InsertIntoStatement":
@@ -99,16 +112,29 @@ def _walk(node: Any, ctes: frozenset[str], reads: set[str], writes: set[str]) ->
         _walk(subquery, ctes, reads, writes)
 
 
-def _unwrap(plan: Any) -> Any:
-    """The UnresolvedRelation under a target's alias or time travel, or None."""
+def _target_name(plan: Any) -> str | None:
+    """The name of a write's target under its alias or time travel, or None."""
     while plan is not None:
         kind = str(plan.getClass().getSimpleName())
-        if kind == "UnresolvedRelation":
-            return plan
+        if kind == "UnresolvedRelation" or kind in _LOOKED_UP:
+            return _name([str(p) for p in _seq(plan.multipartIdentifier())])
+        if kind == "UnresolvedIdentifier":
+            return _name([str(p) for p in _seq(plan.nameParts())])
         if kind not in _WRAPPERS:
             return None
-        plan = plan.relation() if "TimeTravel" in kind else plan.child()
+        plan = plan.relation() if kind in _TIME_TRAVEL else plan.child()
     return None
+
+
+def _change_feed(node: Any) -> set[str]:
+    """`table_changes('sales.orders', 2)`: the change feed of the table its first argument names."""
+    if ".".join(str(p) for p in _seq(node.name())).casefold() != "table_changes":
+        return set()
+    arguments = _seq(node.functionArgs())
+    if not arguments or str(arguments[0].getClass().getSimpleName()) != "Literal":
+        return set()
+    value = arguments[0].value()
+    return {str(value.toString()).casefold()} if value is not None else set()
 
 
 def _is_plan(node: Any) -> bool:

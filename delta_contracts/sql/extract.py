@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from sqlglot import exp
 
+    from sqlglot.tokens import Token
+
     from delta_contracts.sql.rewrite import Chunk
 
 from delta_contracts.sql.dialect import DIALECT
@@ -126,7 +128,10 @@ def _extract(text: str, catalog: Catalog, dialect: str, fallback: FallbackParser
     result = _Accumulator(catalog)
     for chunk in chunks:
         rewritten = always(chunk)
-        statement, failure = _parse_one(rewritten, dialect)
+        if rewritten == chunk.text:
+            statement, failure = _parse_one(rewritten, dialect, chunk.tokens, text)
+        else:
+            statement, failure = _parse_one(rewritten, dialect)
         if statement is None:
             statement, failure = _retry(chunk, dialect, failure)
         if statement is not None:
@@ -140,13 +145,20 @@ def _extract(text: str, catalog: Catalog, dialect: str, fallback: FallbackParser
     return result.extraction()
 
 
-def _parse_one(text: str, dialect: str) -> tuple[exp.Expr | None, tuple[str, str]]:
-    """The statement's tree, or None and (error, kind)."""
+def _parse_one(
+    text: str, dialect: str, tokens: tuple[Token, ...] | None = None, source: str = ""
+) -> tuple[exp.Expr | None, tuple[str, str]]:
+    """The statement's tree, or None and (error, kind). `tokens` (of `source`): the text already tokenized."""
     import sqlglot
+    from sqlglot.dialects.dialect import Dialect
     from sqlglot.errors import SqlglotError
 
     try:
-        trees = [t for t in sqlglot.parse(text, read=dialect) if t is not None]
+        if tokens is None:
+            parsed = sqlglot.parse(text, read=dialect)
+        else:
+            parsed = Dialect.get_or_raise(dialect).parser().parse(list(tokens), source)
+        trees = [t for t in parsed if t is not None]
     except SqlglotError as err:
         return None, (_first_line(err), "syntax")
     except RecursionError:

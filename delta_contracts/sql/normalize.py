@@ -38,7 +38,8 @@ def same_expression(left: str, right: str) -> bool:
 _STRINGS = frozenset({"STRING", "NATIONAL_STRING", "RAW_STRING"})
 # A number right after these keeps its value: `GROUP BY 1` / `ORDER BY 2, 3` name columns by position.
 _ORDINAL_CONTEXT = frozenset({"GROUP_BY", "ORDER_BY", "SORT_BY", "CLUSTER_BY", "DISTRIBUTE_BY", "COMMA"})
-# A string right after these keeps its value: `IDENTIFIER('sales.orders')` and `table_changes('t', 1)` name a table.
+# A string right after these keeps its value: `IDENTIFIER('sales.orders')`, `table_changes('t', 1)`
+# name a table.
 _NAME_CALLS = frozenset({"identifier", "table_changes"})
 
 

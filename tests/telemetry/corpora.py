@@ -172,7 +172,8 @@ def _write_spark_relations() -> None:
                 reads |= set(got.reads)
                 writes |= set(got.writes)
         except Exception as err:  # what Spark refuses is recorded as refused
-            out[f"{case.corpus}:{case.key}"] = {"error": [str(err).splitlines()[0][:200]]}
+            message = next((line for line in str(err).splitlines() if line.strip()), type(err).__name__)
+            out[f"{case.corpus}:{case.key}"] = {"error": [message[:200]]}
             continue
         out[f"{case.corpus}:{case.key}"] = {"read": sorted(reads), "written": sorted(writes)}
     (DATA / "spark_relations.json").write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")

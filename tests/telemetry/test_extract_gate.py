@@ -1,0 +1,68 @@
+"""A statement the extractor cannot read that names a deprecated column keeps the drop's gate shut.
+
+Through the public pieces the collection uses: `extract_batch` (what `collect` runs on each batch of
+distinct statements), the readers log and `readers_gate`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+
+from delta_contracts.sql.extract import Catalog
+from delta_contracts.telemetry.gate import readers_gate
+from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark
+from delta_contracts.telemetry.matching import Targets
+from delta_contracts.telemetry.pipeline import extract_batch
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+NOTES = "logistics.shipments.notes"
+CATALOG = Catalog(schemas={"logistics.shipments": ("shipment_id", "notes", "dest")})
+TARGETS = Targets.of([NOTES], CATALOG.schemas, {})
+# sqlglot raises IndexError on this (a map with an odd argument count); Spark parses it.
+UNREADABLE = "SELECT s.notes, map('a' COLLATE UTF8_LCASE, 'b', 'c') FROM logistics.shipments AS s"
+
+
+def _hits(texts: list[str]) -> list[dict[str, object]]:
+    batch = pa.RecordBatch.from_pylist(
+        [
+            {"key": i, "norm": text, "tables_read": None, "columns_read": None, "tables_written": None}
+            for i, text in enumerate(texts)
+        ],
+        schema=pa.schema(
+            [
+                ("key", pa.int64()),
+                ("norm", pa.string()),
+                ("tables_read", pa.list_(pa.string())),
+                ("columns_read", pa.list_(pa.string())),
+                ("tables_written", pa.list_(pa.string())),
+            ]
+        ),
+    )
+    return extract_batch(batch, CATALOG, TARGETS).to_pylist()
+
+
+def test_an_unreadable_statement_is_an_error_that_names_a_possible_reader() -> None:
+    rows = _hits([UNREADABLE, "SELECT shipment_id FROM logistics.shipments"])
+    assert rows[0]["error"] and "IndexError" in str(rows[0]["error"])
+    assert rows[0]["hits"] == [{"object": NOTES, "kind": "possible"}]
+    assert rows[1]["error"] is None and rows[1]["hits"] == []  # the batch went on
+
+
+def test_it_keeps_the_gate_of_the_deprecated_column_shut(tmp_path: Path) -> None:
+    record_watermark(
+        tmp_path, Watermark("history", NOW - timedelta(hours=1), NOW, NOW - timedelta(days=60), 1, 1)
+    )
+    row = _hits([UNREADABLE])[0]
+    readers = [
+        ReaderRow(
+            str(h["object"]), str(h["kind"]), "dana", "notebook", "s1", NOW - timedelta(days=1), "history"
+        )
+        for h in row["hits"]  # type: ignore[union-attr]
+    ]
+    append_readers(tmp_path, readers, NOW)
+    verdict = readers_gate(tmp_path, [NOTES], timedelta(days=14), NOW)
+    assert not verdict.open
+    assert verdict.readers == {NOTES: ("dana (notebook) [possible]",)}

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from sqlglot import exp
-
-    from sqlglot.tokens import Token
+    from sqlglot.tokenizer_core import Token
 
     from delta_contracts.sql.rewrite import Chunk
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from delta_contracts.sql.dialect import DIALECT
 
 if TYPE_CHECKING:
-    from sqlglot.tokens import Token
+    from sqlglot.tokenizer_core import Token
 
 # Where `TABLE name` is a query (Spark's `TABLE t`, the head of a pipe `TABLE t |> ...`), not a keyword of
 # a DDL/DML statement (`CREATE TABLE t`, `INSERT INTO TABLE t`).

@@ -41,7 +41,8 @@ def _hits(texts: list[str]) -> list[dict[str, object]]:
             ]
         ),
     )
-    return extract_batch(batch, CATALOG, TARGETS).to_pylist()
+    rows: list[dict[str, object]] = extract_batch(batch, CATALOG, TARGETS).to_pylist()
+    return rows
 
 
 def test_an_unreadable_statement_is_an_error_that_names_a_possible_reader() -> None:
@@ -55,12 +56,11 @@ def test_it_keeps_the_gate_of_the_deprecated_column_shut(tmp_path: Path) -> None
     record_watermark(
         tmp_path, Watermark("history", NOW - timedelta(hours=1), NOW, NOW - timedelta(days=60), 1, 1)
     )
-    row = _hits([UNREADABLE])[0]
+    hits = _hits([UNREADABLE])[0]["hits"]
+    assert isinstance(hits, list)
+    when = NOW - timedelta(days=1)
     readers = [
-        ReaderRow(
-            str(h["object"]), str(h["kind"]), "dana", "notebook", "s1", NOW - timedelta(days=1), "history"
-        )
-        for h in row["hits"]  # type: ignore[union-attr]
+        ReaderRow(str(h["object"]), str(h["kind"]), "dana", "notebook", "s1", when, "history") for h in hits
     ]
     append_readers(tmp_path, readers, NOW)
     verdict = readers_gate(tmp_path, [NOTES], timedelta(days=14), NOW)

@@ -52,15 +52,16 @@ def split_statements(text: str, tokens: list[Token]) -> list[Chunk]:
 
 def always(chunk: Chunk) -> str:
     """The statement with the rewrites that are right for every text (sqlglot misreads the original)."""
-    return _apply(chunk, _query_table_edits(chunk.tokens))
+    return _apply(chunk, _query_table_edits(chunk))
 
 
 def on_failure(chunk: Chunk) -> str | None:
     """The statement respelt for sqlglot (schema evolution, REPLACE TABLE, COLLATE, ...), or None when
     there is nothing to respell."""
     tokens = chunk.tokens
-    edits = _query_table_edits(tokens) + _schema_evolution(tokens) + _replace_table(tokens)
+    edits = _query_table_edits(chunk) + _schema_evolution(tokens) + _replace_table(tokens)
     edits += _insert_if_not_exists(tokens) + _collate(tokens) + _clone_time_travel(tokens)
+    edits += _values_pipe_head(tokens)
     if not edits:
         return None
     return _apply(chunk, edits)
@@ -104,21 +105,33 @@ def _words(tokens: tuple[Token, ...], index: int, count: int) -> list[str]:
     return [t.text.casefold() for t in tokens[index : index + count]]
 
 
-def _query_table_edits(tokens: tuple[Token, ...]) -> list[Edit]:
-    """`TABLE t` as a query: `SELECT * FROM t`, or `FROM t` when a pipe follows."""
+def _query_table_edits(chunk: Chunk) -> list[Edit]:
+    """`TABLE t` as a query: `SELECT * FROM t`, `FROM t` when a pipe follows, `(SELECT * FROM t)` as the
+    operand of a set operation (`|> UNION ALL TABLE t`)."""
+    tokens = chunk.tokens
     edits: list[Edit] = []
     for index, token in enumerate(tokens):
         if token.token_type.name != "TABLE":
             continue
-        before = tokens[index - 1].token_type.name if index else None
-        if before is not None and before not in _QUERY_TABLE_AFTER:
+        before = tokens[index - 1] if index else None
+        if before is not None and not _opens_a_query(before):
             continue
         end = _name_end(tokens, index + 1)
         if end == index + 1:
             continue
-        piped = end < len(tokens) and tokens[end].text == "|>"
-        edits.append((index, index, "FROM" if piped else "SELECT * FROM"))
+        if end < len(tokens) and tokens[end].text == "|>":
+            edits.append((index, index, "FROM"))
+        elif before is not None and before.token_type.name != "L_PAREN":
+            base = tokens[0].start
+            name = chunk.text[tokens[index + 1].start - base : tokens[end - 1].end + 1 - base]
+            edits.append((index, end - 1, f"(SELECT * FROM {name})"))
+        else:
+            edits.append((index, index, "SELECT * FROM"))
     return edits
+
+
+def _opens_a_query(token: Token) -> bool:
+    return token.token_type.name in _QUERY_TABLE_AFTER or token.text.casefold() == "minus"
 
 
 def _schema_evolution(tokens: tuple[Token, ...]) -> list[Edit]:
@@ -184,4 +197,11 @@ def _clone_time_travel(tokens: tuple[Token, ...]) -> list[Edit]:
         while end < len(tokens) and tokens[end].text.casefold() not in _CLONE_CLAUSES:
             end += 1
         return [(start, end - 1, "")]
+    return []
+
+
+def _values_pipe_head(tokens: tuple[Token, ...]) -> list[Edit]:
+    """`VALUES (0, 'a') tab(x, y) |> ...`: a pipe starting from a VALUES list reads as `FROM VALUES ...`."""
+    if tokens and tokens[0].token_type.name == "VALUES" and any(t.text == "|>" for t in tokens):
+        return [(0, 0, "FROM VALUES")]
     return []

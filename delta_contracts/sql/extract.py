@@ -19,9 +19,19 @@ if TYPE_CHECKING:
     from delta_contracts.sql.rewrite import Chunk
 
 from delta_contracts.sql.dialect import DIALECT
+from delta_contracts.sql.names import PATH_FORMATS, names_match, table_name
 
-# Spark's `format.\`path\`` reads: the "schema" names a file format, the "table" is a path.
-PATH_FORMATS = frozenset({"delta", "parquet", "json", "csv", "orc", "avro", "text", "binaryfile"})
+__all__ = [
+    "PATH_FORMATS",
+    "Catalog",
+    "Extraction",
+    "FallbackParser",
+    "Relations",
+    "extract",
+    "names_match",
+    "table_name",
+]
+
 _MAX_VIEW_DEPTH = 16
 V = TypeVar("V")
 
@@ -48,6 +58,7 @@ class Extraction:
             "tables_written": list(self.tables_written),
             "columns_read": list(self.columns_read),
             "error": self.error,
+            "error_kind": self.error_kind,
         }
 
 
@@ -267,68 +278,6 @@ class _Accumulator:
         )
 
 
-def table_name(table: exp.Table) -> str | None:
-    """The dotted name of a table reference, or None for what is not a named table (functions, ...)."""
-    from sqlglot import exp
-    from sqlglot.errors import SqlglotError
-
-    if _is_identifier_call(table.this):  # IDENTIFIER('sales.orders'): the name is a string literal
-        literal = table.this.expressions[0]
-        try:
-            table = exp.to_table(literal.name, dialect=DIALECT)
-        except (SqlglotError, ValueError):
-            return None
-    parts = _name_parts(table)
-    if parts is None:
-        return None
-    if (
-        len(parts) == 2
-        and parts[0].name.casefold() in PATH_FORMATS
-        and parts[1].quoted
-        and "/" in parts[1].name
-    ):
-        return f"{parts[0].name.casefold()}.`{parts[1].name}`"
-    return ".".join(p.name.casefold() for p in parts)
-
-
-def _name_parts(table: exp.Table) -> list[exp.Identifier] | None:
-    """The identifiers of a name, four parts and more included (`cat.ns1.ns2.tbl` parses to a Dot)."""
-    from sqlglot import exp
-
-    head: list[exp.Identifier] = []
-    for key in ("catalog", "db"):
-        part = table.args.get(key)
-        if isinstance(part, exp.Identifier):
-            head.append(part)
-        elif part is not None:
-            return None
-    tail = _dotted(table.this)
-    return None if tail is None else head + tail
-
-
-def _dotted(node: exp.Expr | None) -> list[exp.Identifier] | None:
-    from sqlglot import exp
-
-    if isinstance(node, exp.Identifier):
-        return [node]
-    if isinstance(node, exp.Dot):
-        left, right = _dotted(node.this), _dotted(node.expression)
-        return None if left is None or right is None else left + right
-    return None
-
-
-def _is_identifier_call(node: exp.Expr | None) -> bool:
-    from sqlglot import exp
-
-    return (
-        isinstance(node, exp.Anonymous)
-        and str(node.this).casefold() == "identifier"
-        and len(node.expressions) == 1
-        and isinstance(node.expressions[0], exp.Literal)
-        and node.expressions[0].is_string
-    )
-
-
 def _tables(statement: exp.Expr, catalog: Catalog, dialect: str, depth: int) -> tuple[set[str], set[str]]:
     from sqlglot import exp
 
@@ -534,9 +483,3 @@ def _key_by_suffix(mapping: Mapping[str, object], name: str) -> str | None:
     parts = folded.split(".")
     found = [k for k in mapping if names_match(k.split("."), parts)]
     return found[0] if len(found) == 1 else None
-
-
-def names_match(a: list[str], b: list[str]) -> bool:
-    """Two dotted names denote the same object when the shorter is a suffix of the longer."""
-    n = min(len(a), len(b))
-    return n > 0 and a[-n:] == b[-n:]

@@ -55,6 +55,11 @@ INTERNAL = "extractor error"
 WORKER_DIED = "worker died"
 
 
+# Control characters (NUL, ...) are no SQL; the tokenizer would make them part of a name (`orders\x00`) and
+# hide the read: they are read as spaces.
+_CONTROLS = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], " ")
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """One distinct statement: its text, and the reads its source already knows (None: parse the text)."""
@@ -129,7 +134,7 @@ def answer(job: Job, context: Context) -> Answer:
     columns = set(job.columns_read or ())
     error: str | None = None
     kind: str | None = None
-    text = job.text
+    text = job.text.translate(_CONTROLS) if job.text else job.text
     if text:
         got_reads, got_writes, got_columns, error, kind = _extract(text, context)
         reads |= got_reads

@@ -292,7 +292,7 @@ def _unescape(text: str) -> str:
 
 
 def _statements(app: _App) -> Iterator[Statement]:
-    merged: dict[str, set[str]] = {}
+    merged: dict[str, tuple[set[str], set[str]]] = {}  # Connect job tag -> (reads, writes) of its executions
     for root, node in sorted(app.executions.items()):
         reads = {_named(app, r) for r in node.reads}
         writes = {_named(app, w) for w in node.writes}
@@ -300,7 +300,9 @@ def _statements(app: _App) -> Iterator[Statement]:
         columns = {f"{_named(app, t)}.{c}" for t, c in node.columns if _named(app, t) not in writes}
         operation = next((t for t in node.tags if t in app.connect), None)
         if operation is not None:  # the executions of a Connect operation belong to that operation
-            merged.setdefault(operation, set()).update(reads)
+            op_reads, op_writes = merged.setdefault(operation, (set(), set()))
+            op_reads.update(reads)
+            op_writes.update(writes)
             continue
         description = node.description or ""
         text = description if _SQL_START.match(description) and not _CALL_SITE.match(description) else None
@@ -317,8 +319,9 @@ def _statements(app: _App) -> Iterator[Statement]:
             tables_written=tuple(sorted(writes)),
         )
     for tag, op in app.connect.items():
-        plan_reads = merged.get(tag, set())
-        known = set(op.tables_read or ()) | plan_reads
+        plan_reads, plan_writes = merged.get(tag, (set(), set()))
+        # Delta's internal executions of a write (its snapshot, file skipping) scan the target: no reader.
+        known = (set(op.tables_read or ()) | plan_reads) - plan_writes
         yield Statement(
             statement_id=f"{app.app_id}:{op.statement_id}",
             statement_time=op.statement_time,
@@ -326,6 +329,7 @@ def _statements(app: _App) -> Iterator[Statement]:
             client=op.client,
             text=op.text,
             tables_read=tuple(sorted(known)),
+            tables_written=tuple(sorted(plan_writes)),
         )
 
 

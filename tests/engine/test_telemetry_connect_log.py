@@ -20,7 +20,6 @@ def test_connect_operations_are_read_from_the_servers_event_log(
     spark.sql("CREATE SCHEMA IF NOT EXISTS tele_connect")
     spark.sql("CREATE TABLE IF NOT EXISTS tele_connect.orders (id INT, legacy_code STRING) USING DELTA")
     spark.sql("CREATE TABLE IF NOT EXISTS tele_connect.staging (id INT, legacy_code STRING) USING DELTA")
-    spark.sql("INSERT INTO tele_connect.staging VALUES (1, 'a'), (2, 'b')")
     spark.sql("SELECT legacy_code FROM tele_connect.staging WHERE id = 1 /* connect-sql */").collect()
     spark.table("tele_connect.orders").select("id").collect()  # a DataFrame read: no SQL text
     spark.sql(

@@ -205,8 +205,14 @@ def collect_once(root: Path, history: Path, label: str) -> tuple[float, int]:
         spark = engine.spark  # type: ignore[attr-defined]
         spec = parse_source(f"query-history:{history}")
         cpu, began = cpu_seconds(), time.perf_counter()
+        stages: list[tuple[str, float]] = []
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if not stages or stages[-1][0] != stage:
+                stages.append((stage, time.perf_counter()))
+
         with PeakMemory() as memory:
-            result = collect(spark, read_source(spark, spec), spec.name, WATCHED, state)
+            result = collect(spark, read_source(spark, spec), spec.name, WATCHED, state, progress=progress)
         seconds = time.perf_counter() - began
         used = cpu_seconds() - cpu
     logged = len(read_rows(state))
@@ -218,6 +224,11 @@ def collect_once(root: Path, history: Path, label: str) -> tuple[float, int]:
         f"{logged:,} reader rows logged"
     )
     print(f"  {logged / result.statements:.2%} of the rows logged as reads of a watched object")
+    ends = [t for _, t in stages[1:]] + [began + seconds]
+    print(
+        "  stages: "
+        + "; ".join(f"{name} {end - start:.1f} s" for (name, start), end in zip(stages, ends, strict=True))
+    )
     print(
         f"  CPU: {used:.1f} s over {seconds:.1f} s wall = {used / seconds:.2f} cores busy on average; "
         f"peak memory (this process with Sail, plus workers): {memory.peak_mb:,.0f} MB"

@@ -45,7 +45,7 @@ def _history(path: Path) -> Path:
         line = json.dumps(row, ensure_ascii=False).encode("utf-8")
         lines.append(line.replace(b"INVALID", b"\xff\xfe\xc3("))  # not UTF-8: the source file is damaged
     for public in history_rows(PUBLIC_SAMPLE, commented=0.0):
-        public["start_time"] = (BASE - timedelta(days=1)).isoformat()  # older: the watermark is the good one's
+        public["start_time"] = (BASE - timedelta(days=1)).isoformat()  # older: the watermark is "good"
         lines.append(json.dumps(public, ensure_ascii=False).encode("utf-8"))
     path.write_bytes(b"\n".join(lines) + b"\n")
     return path

@@ -60,7 +60,7 @@ def _lz4_java(data: bytes) -> bytes:
     block = lz4.block.compress(data, store_size=False)
     header = b"LZ4Block" + bytes([0x20 | 4]) + struct.pack("<iii", len(block), len(data), 0)
     end = b"LZ4Block" + bytes([0x10 | 4]) + struct.pack("<iii", 0, 0, 0)
-    return header + block + end
+    return bytes(header + block + end)
 
 
 def _snappy_java(data: bytes) -> bytes:

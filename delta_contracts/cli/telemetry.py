@@ -131,8 +131,10 @@ def collect_command(
                     print(f"error: {err}", file=sys.stderr)
                     raise typer.Exit(EXIT_INPUT) from None
             mark = f"{result.watermark:%Y-%m-%d %H:%M:%S} UTC" if result.watermark else "none"
+            kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(result.errors.items()))
             print(
-                f"{spec.name}: {result.statements} statement(s), {result.unparsed} unparsed, "
+                f"{spec.name}: {result.statements} statement(s), {result.unparsed} unparsed"
+                f"{f' ({kinds})' if kinds else ''}, "
                 f"{result.appended} reader row(s) added; watermark {mark}"
             )
     raise typer.Exit(EXIT_OK)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -70,14 +69,38 @@ def to_arrow(statements: list[Statement]) -> pa.Table:
     )
 
 
-# Literals do not change what a statement reads: `WHERE id = 7` and `WHERE id = 8` parse once.
-# The same patterns run inside the engine (regexp_replace): only syntax Java and Rust regexes share.
-STRING_LITERAL = r"'(?:[^'\\]|\\.)*'"
-NUMBER_LITERAL = r"\b[0-9]+(?:\.[0-9]+)?\b"
-WHITESPACE = r"\s+"
+# Statements that differ only in comments, spacing and literals read the same tables and columns: they are
+# parsed once (the first text of each group is parsed; this key only groups). The tokenizer, not a regex,
+# tells comments, strings and quoted names apart: a `--` inside a string is no comment, and a line comment
+# ends at its line. Kept values: numbers after GROUP BY / ORDER BY and commas (ordinals name columns), and
+# the string of IDENTIFIER('schema.table') (it names a table).
+_STRINGS = frozenset({"STRING", "NATIONAL_STRING", "RAW_STRING", "BYTE_STRING", "HEX_STRING", "BIT_STRING"})
+_ORDINAL_CONTEXT = frozenset({"GROUP_BY", "ORDER_BY", "SORT_BY", "CLUSTER_BY", "DISTRIBUTE_BY", "COMMA"})
 
 
 def normalize(text: str) -> str:
-    text = re.sub(STRING_LITERAL, "'?'", text)
-    text = re.sub(NUMBER_LITERAL, "0", text)
-    return re.sub(WHITESPACE, " ", text).strip()
+    """The statement's tokens, comments dropped and literals folded, one space apart; raises what the
+    tokenizer raises on text it cannot tokenize."""
+    from sqlglot.dialects.dialect import Dialect
+
+    from delta_contracts.sql.dialect import DIALECT
+
+    tokens = Dialect.get_or_raise(DIALECT).tokenize(text)
+    out: list[str] = []
+    previous = ""
+    for index, token in enumerate(tokens):
+        kind = token.token_type.name
+        piece = text[token.start : token.end + 1]
+        if kind in _STRINGS and not (
+            index >= 2 and previous == "L_PAREN" and _names_a_table(tokens[index - 2])
+        ):
+            piece = "'?'"
+        elif kind == "NUMBER" and previous not in _ORDINAL_CONTEXT:
+            piece = "0"
+        out.append(piece)
+        previous = kind
+    return " ".join(out)
+
+
+def _names_a_table(call: object) -> bool:
+    return str(getattr(call, "text", "")).casefold() == "identifier"

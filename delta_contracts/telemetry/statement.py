@@ -1,4 +1,4 @@
-"""One statement of a query history, whatever the source, and the text normalization used to deduplicate."""
+"""One statement of a query history, whatever the source (deduplicated by `sql.normalize.fingerprint`)."""
 
 from __future__ import annotations
 
@@ -67,40 +67,3 @@ def to_arrow(statements: list[Statement]) -> pa.Table:
         ],
         schema=statements_schema(),
     )
-
-
-# Statements that differ only in comments, spacing and literals read the same tables and columns: they are
-# parsed once (the first text of each group is parsed; this key only groups). The tokenizer, not a regex,
-# tells comments, strings and quoted names apart: a `--` inside a string is no comment, and a line comment
-# ends at its line. Kept values: numbers after GROUP BY / ORDER BY and commas (ordinals name columns), and
-# the string of IDENTIFIER('schema.table') (it names a table).
-_STRINGS = frozenset({"STRING", "NATIONAL_STRING", "RAW_STRING", "BYTE_STRING", "HEX_STRING", "BIT_STRING"})
-_ORDINAL_CONTEXT = frozenset({"GROUP_BY", "ORDER_BY", "SORT_BY", "CLUSTER_BY", "DISTRIBUTE_BY", "COMMA"})
-
-
-def normalize(text: str) -> str:
-    """The statement's tokens, comments dropped and literals folded, one space apart; raises what the
-    tokenizer raises on text it cannot tokenize."""
-    from sqlglot.dialects.dialect import Dialect
-
-    from delta_contracts.sql.dialect import DIALECT
-
-    tokens = Dialect.get_or_raise(DIALECT).tokenize(text)
-    out: list[str] = []
-    previous = ""
-    for index, token in enumerate(tokens):
-        kind = token.token_type.name
-        piece = text[token.start : token.end + 1]
-        if kind in _STRINGS and not (
-            index >= 2 and previous == "L_PAREN" and _names_a_table(tokens[index - 2])
-        ):
-            piece = "'?'"
-        elif kind == "NUMBER" and previous not in _ORDINAL_CONTEXT:
-            piece = "0"
-        out.append(piece)
-        previous = kind
-    return " ".join(out)
-
-
-def _names_a_table(call: object) -> bool:
-    return str(getattr(call, "text", "")).casefold() == "identifier"

@@ -29,9 +29,9 @@ from multiprocessing import get_context
 from types import FrameType
 from typing import Any
 
-from delta_contracts.sql.extract import Catalog, extract
+from delta_contracts.sql.extract import Catalog, Extraction, FallbackParser, extract
+from delta_contracts.sql.normalize import fingerprint
 from delta_contracts.telemetry.matching import Targets, possible_in_text, reads_of
-from delta_contracts.telemetry.statement import normalize
 
 # Texts longer than this are not parsed: tokenizing and parsing them takes many seconds each (a 1.5 MB
 # generated SELECT takes ~17 s) and they are almost always generated IN-lists or inlined data. The name
@@ -44,15 +44,17 @@ TIME_LIMIT_SECONDS = 30.0
 INLINE_BELOW = 400
 CHUNK = 200
 
-# Error kinds the summary counts.
+# Error kinds the summary counts: extraction's own (`Extraction.error_kind`: "empty", "syntax",
+# "unsupported", "too_deep", or the class of what sqlglot raised, e.g. "IndexError"), and the pipeline's.
 EMPTY = "empty"
-NOT_UNDERSTOOD = "not understood"
-PARSE_ERROR = "parse error"
-TOO_DEEP = "too deeply nested"
-TOO_LONG = "too long"
+SYNTAX = "syntax"
+UNSUPPORTED = "unsupported"
+TOO_DEEP = "too_deep"
+TOO_LONG = "too_long"
 TIMEOUT = "timeout"
-INTERNAL = "extractor error"
-WORKER_DIED = "worker died"
+WORKER_DIED = "worker_died"
+# What extraction could not parse: what Spark's own parser is asked again, where there is one.
+UNPARSED_KINDS = frozenset({SYNTAX, UNSUPPORTED})
 
 
 # Control characters (NUL, ...) are no SQL; the tokenizer would make them part of a name (`orders\x00`) and
@@ -78,6 +80,8 @@ class Answer:
     error: str | None = None
     error_kind: str | None = None
     hits: tuple[tuple[str, str], ...] = ()  # (watched object, 'read' | 'possible')
+    # The views the text creates or drops: later statements of the history read through them.
+    views_changed: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +119,7 @@ def _fingerprint(text: str | None) -> str | None:
         return None
     try:
         with _time_limit():
-            return normalize(text)
+            return fingerprint(text)
     except (Exception, _TooSlow):  # any failure only means: no sharing for this text
         return None
 
@@ -127,19 +131,23 @@ def answers(jobs: Sequence[Job]) -> list[Answer]:
     return [answer(job, context) for job in jobs]
 
 
-def answer(job: Job, context: Context) -> Answer:
-    """What the statement reads and writes, and which watched objects it touches; never raises."""
+def answer(job: Job, context: Context, fallback_parser: FallbackParser | None = None) -> Answer:
+    """What the statement reads and writes, and which watched objects it touches; never raises.
+    `fallback_parser` (Spark's, on the driver only: it cannot go to a worker) answers what sqlglot cannot
+    parse."""
     known = job.tables_read is not None
     reads, writes = set(job.tables_read or ()), set(job.tables_written or ())
     columns = set(job.columns_read or ())
     error: str | None = None
     kind: str | None = None
+    views: tuple[tuple[str, str | None], ...] = ()
     text = job.text.translate(_CONTROLS) if job.text else job.text
     if text:
-        got_reads, got_writes, got_columns, error, kind = _extract(text, context)
-        reads |= got_reads
-        writes |= got_writes
-        columns |= got_columns
+        got = _extract(text, context, fallback_parser)
+        reads |= set(got.tables_read)
+        writes |= set(got.tables_written)
+        columns |= set(got.columns_read)
+        error, kind, views = got.error, got.error_kind, got.views_changed
     elif not known:
         error, kind = "no statement text", EMPTY
     if known:  # the source knows the reads (an event log's plan): a text that does not parse is no error
@@ -149,69 +157,42 @@ def answer(job: Job, context: Context) -> Answer:
         seen = {o for o, _ in hits}
         hits += [(o, "possible") for o in possible_in_text(text, context.targets) if o not in seen]
     return Answer(
-        tuple(sorted(reads)), tuple(sorted(writes)), tuple(sorted(columns)), error, kind, tuple(hits)
+        tuple(sorted(reads)),
+        tuple(sorted(writes)),
+        tuple(sorted(columns)),
+        error,
+        kind,
+        tuple(hits),
+        views,
     )
 
 
-def _extract(text: str, context: Context) -> tuple[set[str], set[str], set[str], str | None, str | None]:
+def _extract(text: str, context: Context, fallback: FallbackParser | None) -> Extraction:
+    """`extract` never raises; what remains is the pipeline's own limits (length, time)."""
     if len(text) > MAX_TEXT_CHARS:
-        return (
-            set(),
-            set(),
-            set(),
-            f"not parsed: {len(text):,} characters (over {MAX_TEXT_CHARS:,})",
-            TOO_LONG,
-        )
+        error = f"not parsed: {len(text):,} characters (over {MAX_TEXT_CHARS:,})"
+        return Extraction(error=error, error_kind=TOO_LONG)
     try:
         with _time_limit():
-            return _extract_needed(text, context)
+            return _extract_needed(text, context, fallback)
     except _TooSlow:
-        return set(), set(), set(), f"not parsed: over {TIME_LIMIT_SECONDS:g} s", TIMEOUT
-    except RecursionError:
-        return set(), set(), set(), "too deeply nested to parse", TOO_DEEP
-    except Exception as err:  # whatever the extractor raises: this statement's error only
-        return set(), set(), set(), f"{type(err).__name__}: {_first_line(err)}", INTERNAL
+        return Extraction(error=f"not parsed: over {TIME_LIMIT_SECONDS:g} s", error_kind=TIMEOUT)
 
 
-def _extract_needed(
-    text: str, context: Context
-) -> tuple[set[str], set[str], set[str], str | None, str | None]:
+def _extract_needed(text: str, context: Context, fallback: FallbackParser | None) -> Extraction:
     """Columns are the costly part (sqlglot's qualify): for `collect` they are resolved only when the
     statement reads a table that has a watched column, which gives the same hits."""
     catalog = context.catalog
     if not context.all_columns and catalog.schemas:
-        tables_only = extract(text, Catalog(views=catalog.views))
+        tables_only = extract(text, Catalog(views=catalog.views), fallback_parser=fallback)
         if tables_only.error or not _reads_a_watched_column_table(tables_only.tables_read, context.targets):
-            return _unpack(tables_only)
-    return _unpack(extract(text, catalog))
+            return tables_only
+    return extract(text, catalog, fallback_parser=fallback)
 
 
 def _reads_a_watched_column_table(tables_read: Sequence[str], targets: Targets) -> bool:
     owners = Targets(tuple(dict.fromkeys(t for t, _ in targets.columns)), (), targets.locations)
     return bool(reads_of(tables_read, (), owners))
-
-
-def _unpack(got: Any) -> tuple[set[str], set[str], set[str], str | None, str | None]:
-    error = got.error
-    return set(got.tables_read), set(got.tables_written), set(got.columns_read), error, _kind(error)
-
-
-def _kind(error: str | None) -> str | None:
-    if error is None:
-        return None
-    lowered = error.casefold()
-    if lowered.startswith(("empty", "no statement")):
-        return EMPTY
-    if lowered.startswith("not understood"):
-        return NOT_UNDERSTOOD
-    if "recursion" in lowered:
-        return TOO_DEEP
-    return PARSE_ERROR
-
-
-def _first_line(err: object) -> str:
-    lines = str(err).strip().splitlines()
-    return lines[0][:200] if lines else ""
 
 
 @contextmanager

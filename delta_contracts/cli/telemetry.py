@@ -94,6 +94,7 @@ def collect_command(
     """Append the reads of deprecated objects to the readers log, incrementally (safe to run daily)."""
     from rich.progress import Progress
 
+    from delta_contracts.engine.spark_sql_names import engine_fallback_parser
     from delta_contracts.telemetry.pipeline import collect
     from delta_contracts.telemetry.sources import SourceError, read_source
 
@@ -126,6 +127,7 @@ def collect_command(
                         state_dir,
                         overlap=timedelta(hours=overlap_hours),
                         progress=progress,
+                        fallback_parser=engine_fallback_parser(live),
                     )
                 except SourceError as err:
                     print(f"error: {err}", file=sys.stderr)
@@ -155,6 +157,7 @@ def extract_command(
     client_column: ClientColumn = None,
 ) -> None:
     """One JSON line per statement: statement_id, tables_read, tables_written, columns_read, error."""
+    from delta_contracts.engine.spark_sql_names import engine_fallback_parser
     from delta_contracts.telemetry.pipeline import extracted_statements
     from delta_contracts.telemetry.sources import SourceError, read_source
 
@@ -165,7 +168,8 @@ def extract_command(
         watched = _watched(live, loaded, None)
         for spec in specs:
             try:
-                rows = extracted_statements(read_source(_spark(live), spec), watched)
+                frame = read_source(_spark(live), spec)
+                rows = extracted_statements(frame, watched, fallback_parser=engine_fallback_parser(live))
                 for row in rows.toLocalIterator():
                     line = {
                         "statement_id": row["statement_id"],

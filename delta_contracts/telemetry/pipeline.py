@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.instants import epoch_micros, from_epoch_micros
+from delta_contracts.sql.extract import FallbackParser, names_match
+from delta_contracts.sql.history import ViewHistory
+from delta_contracts.telemetry import workers
 from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark, watermarks
 from delta_contracts.telemetry.matching import Targets
 from delta_contracts.telemetry.objects import Watched
@@ -84,9 +87,16 @@ def keyed(frame: Any) -> Any:
 
 
 def extract_distinct(
-    keyed_frame: Any, watched: Watched, *, all_columns: bool, progress: Progress = _quiet
+    keyed_frame: Any,
+    watched: Watched,
+    *,
+    all_columns: bool,
+    progress: Progress = _quiet,
+    fallback_parser: FallbackParser | None = None,
 ) -> Distinct:
-    """Each distinct statement of the frame, extracted once."""
+    """Each distinct statement of the frame, extracted once; then, on the driver, the few that need more:
+    what sqlglot could not parse, by `fallback_parser` (Spark's, where the engine has one), and reads of
+    views created earlier in the same history."""
     from sqlglot import exp
 
     def agg(function: str, *args: exp.Expr) -> str:
@@ -110,14 +120,97 @@ def extract_distinct(
     jobs = [
         Job(text, *(None if k[i] is None else tuple(k[i]) for k in known)) for i, text in enumerate(texts)
     ]
-    firsts = [m for m in table.column("first_micros").to_pylist() if m is not None]
-    lasts = [m for m in table.column("last_micros").to_pylist() if m is not None]
+    firsts: list[int | None] = table.column("first_micros").to_pylist()
+    lasts: list[int | None] = table.column("last_micros").to_pylist()
     counts = [int(n) for n in table.column("n").to_pylist()]
     del table, texts, known
     targets = Targets.of(watched.objects, watched.catalog.schemas, watched.locations)
-    with Extractor(Context(watched.catalog, targets, all_columns)) as extractor:
+    context = Context(watched.catalog, targets, all_columns)
+    with Extractor(context) as extractor:
         answers = _answer_all(extractor, jobs, progress)
-    return Distinct(keys, counts, min(firsts, default=None), max(lasts, default=None), answers)
+    if fallback_parser is not None:
+        answers = _by_fallback(jobs, answers, context, fallback_parser)
+    answers = _through_history_views(jobs, answers, firsts, lasts, context, fallback_parser)
+    return Distinct(
+        keys,
+        counts,
+        min((m for m in firsts if m is not None), default=None),
+        max((m for m in lasts if m is not None), default=None),
+        answers,
+    )
+
+
+def _by_fallback(
+    jobs: Sequence[Job], answers: list[Answer], context: Context, fallback_parser: FallbackParser
+) -> list[Answer]:
+    """What sqlglot could not parse, asked again with the other parser (on the driver: Spark's parser
+    lives in the engine's process; such statements are few)."""
+    return [
+        workers.answer(job, context, fallback_parser)
+        if got.error_kind in UNPARSED_KINDS and job.text
+        else got
+        for job, got in zip(jobs, answers, strict=True)
+    ]
+
+
+def _through_history_views(
+    jobs: Sequence[Job],
+    answers: list[Answer],
+    firsts: Sequence[int | None],
+    lasts: Sequence[int | None],
+    context: Context,
+    fallback_parser: FallbackParser | None,
+) -> list[Answer]:
+    """Statements that read a view created by an earlier statement of the history, extracted again on the
+    driver with the views as the history left them then (`CREATE VIEW revenue0 AS ... FROM lineitem`, then
+    `SELECT ... FROM revenue0`: a read of `lineitem`, and of its columns where known). Texts were extracted
+    each on its own; a view is dated by the first run of the text that made it. A text run both before and
+    after a view changed is extracted at its first and its last run and reads what either reads (a read
+    too many keeps a gate shut; one too few would open it)."""
+    history = ViewHistory()
+    for got, first in zip(answers, firsts, strict=True):
+        if got.views_changed:
+            history.record(_instant(first), got.views_changed)
+    if not history:
+        return answers
+    view_names = [name.split(".") for name in history.names()]
+    out = list(answers)
+    for index, (job, got) in enumerate(zip(jobs, answers, strict=True)):
+        if job.text is None or job.tables_read is not None:
+            continue
+        if not any(names_match(r.split("."), n) for r in got.tables_read for n in view_names):
+            continue
+        instants = dict.fromkeys([_instant(firsts[index]), _instant(lasts[index])])
+        again = [
+            workers.answer(
+                job,
+                Context(history.catalog_at(context.catalog, when), context.targets, context.all_columns),
+                fallback_parser,
+            )
+            for when in instants
+        ]
+        out[index] = _union(again)
+    return out
+
+
+def _union(answers: Sequence[Answer]) -> Answer:
+    if len(answers) == 1:
+        return answers[0]
+    first = answers[0]
+    error = next((a for a in answers if a.error is not None), first)
+
+    def joined(field_of: Callable[[Answer], tuple[Any, ...]]) -> tuple[Any, ...]:
+        return tuple(sorted({item for a in answers for item in field_of(a)}))
+
+    return Answer(
+        joined(lambda a: a.tables_read),
+        joined(lambda a: a.tables_written),
+        joined(lambda a: a.columns_read),
+        error.error,
+        error.error_kind,
+        tuple(dict.fromkeys(h for a in answers for h in a.hits)),
+        first.views_changed,
+    )
 
 
 def _answer_all(extractor: Extractor, jobs: Sequence[Job], progress: Progress) -> list[Answer]:
@@ -141,12 +234,14 @@ def _answer_all(extractor: Extractor, jobs: Sequence[Job], progress: Progress) -
     return [answered[g] for g in group_of]
 
 
-def extracted_statements(frame: Any, watched: Watched) -> Any:
+def extracted_statements(
+    frame: Any, watched: Watched, *, fallback_parser: FallbackParser | None = None
+) -> Any:
     """Every statement with its extraction (the `telemetry extract` view)."""
     import pyarrow as pa
 
     statements = keyed(frame)
-    distinct = extract_distinct(statements, watched, all_columns=True)
+    distinct = extract_distinct(statements, watched, all_columns=True, fallback_parser=fallback_parser)
     names = pa.list_(pa.string())
     answers = pa.table(
         {
@@ -171,10 +266,12 @@ def collect(
     overlap: timedelta = timedelta(days=1),
     now: datetime | None = None,
     progress: Progress = _quiet,
+    fallback_parser: FallbackParser | None = None,
 ) -> Collected:
     """Append the reads of watched objects in `frame` since the source's watermark (minus `overlap`, for
     statements recorded late); ids already logged are skipped, so re-runs and overlaps add nothing. A
-    statement that cannot be extracted is counted by error kind and never stops the run."""
+    statement that cannot be extracted is counted by error kind and never stops the run. `fallback_parser`:
+    Spark's parser, asked for what sqlglot cannot parse (the engine layer passes it in)."""
     from sqlglot import exp
 
     now = now or datetime.now(UTC)
@@ -187,7 +284,9 @@ def collect(
         )
         frame = frame.where(condition.sql(dialect="spark"))
     statements = keyed(frame)
-    distinct = extract_distinct(statements, watched, all_columns=False, progress=progress)
+    distinct = extract_distinct(
+        statements, watched, all_columns=False, progress=progress, fallback_parser=fallback_parser
+    )
     total = distinct.statements
     progress("logging", 0, 1)
     rows = _reader_rows(spark, statements, distinct, source)

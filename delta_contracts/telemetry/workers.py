@@ -53,8 +53,15 @@ TOO_DEEP = "too_deep"
 TOO_LONG = "too_long"
 TIMEOUT = "timeout"
 WORKER_DIED = "worker_died"
-# What extraction could not parse: what Spark's own parser is asked again, where there is one.
-UNPARSED_KINDS = frozenset({SYNTAX, UNSUPPORTED})
+# Errors another parser cannot help with (no text; too big or too slow to try again on the driver; Spark's
+# recursive-descent parser overflows where sqlglot's did).
+_NOT_FOR_FALLBACK = frozenset({EMPTY, TOO_DEEP, TOO_LONG, TIMEOUT, WORKER_DIED})
+
+
+def for_fallback(got: Answer | Extraction) -> bool:
+    """Whether Spark's parser may read what extraction could not (sqlglot's syntax errors, statements it
+    does not understand, what it raised on: `IndexError` on a collation in `map(...)`)."""
+    return got.error_kind is not None and got.error_kind not in _NOT_FOR_FALLBACK
 
 
 # Control characters (NUL, ...) are no SQL; the tokenizer would make them part of a name (`orders\x00`) and

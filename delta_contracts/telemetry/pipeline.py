@@ -146,9 +146,7 @@ def _by_fallback(
     """What sqlglot could not parse, asked again with the other parser (on the driver: Spark's parser
     lives in the engine's process; such statements are few)."""
     return [
-        workers.answer(job, context, fallback_parser)
-        if got.error_kind in UNPARSED_KINDS and job.text
-        else got
+        workers.answer(job, context, fallback_parser) if workers.for_fallback(got) and job.text else got
         for job, got in zip(jobs, answers, strict=True)
     ]
 

@@ -113,15 +113,7 @@ def test_spark_parses_what_sqlglot_cannot(spark_engine: Engine, tmp_path: Path) 
     parser = engine_fallback_parser(spark_engine)
     assert parser is not None
     spec = parse_source(_history(tmp_path / "spark.jsonl", SPARK_ONLY))
-    frame = read_source(spark, spec)
-    rows = {
-        r["statement_id"]: r
-        for r in extracted_statements(frame, WATCH_NOTES, fallback_parser=parser).collect()
-    }
-    assert rows["collation"]["error"] is None
-    assert rows["collation"]["tables_read"] == ["logistics.shipments"]
-    assert (rows["restore"]["error"], rows["restore"]["tables_written"]) == (None, ["logistics.shipments"])
-    assert rows["typo"]["error"] is not None
+    # One collection (a Spark test must be cheap): the collation and RESTORE statements are no errors
     state = tmp_path / "state"
     collected = collect(
         spark, read_source(spark, spec), spec.name, WATCH_NOTES, state, fallback_parser=parser

@@ -93,8 +93,8 @@ def test_no_statement_stops_a_collection(tmp_path: Path) -> None:
     assert collected.returncode == 0, collected.stderr
     assert "Traceback" not in collected.stderr
     assert f"{total} statement(s)" in collected.stdout
-    assert "extractor error: 1" in collected.stdout  # the IndexError
-    assert "too long: 1" in collected.stdout
+    assert "IndexError: 1" in collected.stdout  # extraction's own kind: what sqlglot raised
+    assert "too_long: 1" in collected.stdout
     state = warehouse / "_delta_contracts"
     mark = watermarks(state)[source]
     assert mark.watermark == BASE + timedelta(hours=len(PATHOLOGICAL) - 1)  # moved past every bad statement

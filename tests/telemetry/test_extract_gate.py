@@ -1,7 +1,7 @@
 """A statement the extractor cannot read that names a deprecated column keeps the drop's gate shut.
 
-Through the public pieces the collection uses: `extract_batch` (what `collect` runs on each batch of
-distinct statements), the readers log and `readers_gate`.
+Through the public pieces the collection uses: `Extractor.answers` (what `collect` runs on the distinct
+statements), the readers log and `readers_gate`.
 """
 
 from __future__ import annotations
@@ -9,13 +9,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pyarrow as pa
-
 from delta_contracts.sql.extract import Catalog
 from delta_contracts.telemetry.gate import readers_gate
 from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark
 from delta_contracts.telemetry.matching import Targets
-from delta_contracts.telemetry.pipeline import extract_batch
+from delta_contracts.telemetry.workers import Context, Extractor, Job
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 NOTES = "logistics.shipments.notes"
@@ -26,23 +24,9 @@ UNREADABLE = "SELECT s.notes, map('a' COLLATE UTF8_LCASE, 'b', 'c') FROM logisti
 
 
 def _hits(texts: list[str]) -> list[dict[str, object]]:
-    batch = pa.RecordBatch.from_pylist(
-        [
-            {"key": i, "norm": text, "tables_read": None, "columns_read": None, "tables_written": None}
-            for i, text in enumerate(texts)
-        ],
-        schema=pa.schema(
-            [
-                ("key", pa.int64()),
-                ("norm", pa.string()),
-                ("tables_read", pa.list_(pa.string())),
-                ("columns_read", pa.list_(pa.string())),
-                ("tables_written", pa.list_(pa.string())),
-            ]
-        ),
-    )
-    rows: list[dict[str, object]] = extract_batch(batch, CATALOG, TARGETS).to_pylist()
-    return rows
+    with Extractor(Context(CATALOG, TARGETS, all_columns=False)) as extractor:
+        answers = extractor.answers([Job(text) for text in texts])
+    return [{"error": a.error, "hits": [{"object": o, "kind": k} for o, k in a.hits]} for a in answers]
 
 
 def test_an_unreadable_statement_is_an_error_that_names_a_possible_reader() -> None:

@@ -172,11 +172,13 @@ def _through_history_views(
     if not history:
         return answers
     view_names = [name.split(".") for name in history.names()]
+    last_parts = {parts[-1] for parts in view_names}  # a cheap filter before the suffix match
     out = list(answers)
     for index, (job, got) in enumerate(zip(jobs, answers, strict=True)):
         if job.text is None or job.tables_read is not None:
             continue
-        if not any(names_match(r.split("."), n) for r in got.tables_read for n in view_names):
+        named = [r.split(".") for r in got.tables_read if r.rsplit(".", 1)[-1] in last_parts]
+        if not any(names_match(r, n) for r in named for n in view_names):
             continue
         instants = dict.fromkeys([_instant(firsts[index]), _instant(lasts[index])])
         again = [

@@ -1,22 +1,33 @@
 """Telemetry collection speed. Prints statements/s with a baseline measured in the same run.
 
-A generated query history (default 1,000,000 rows, Databricks `system.query.history` columns, Parquet) with
-realistic repetition: a few thousand query shapes run over and over with different literals by a few hundred
-users, plus 1% one-off and unparseable texts. Collected on the default engine (`local`: embedded Sail):
-normalize in the engine, parse each distinct text once inside `mapInArrow`, append the readers log.
+Generated query histories (default 1,000,000 rows, Databricks `system.query.history` columns, Parquet) with
+1% and 10% distinct texts: a few thousand query shapes run over and over with other literals by a few
+hundred users, a third of the distinct texts carrying a comment of their own (a run id, as generated SQL
+does), plus one-off and unparseable texts. Collected on the default engine (`local`: embedded Sail): the
+engine groups the rows by exact text, the distinct texts are fingerprinted and one text per shape parsed in
+a pool of worker processes (one per core), and the keys with hits are joined back.
 
 Baseline: the naive collector, which parses every row's text with the same extractor in a Python loop. It
 is timed on a random sample of the rows (parsing a million rows one by one takes far too long for a bench)
 and reported as a rate, which is what the ratio compares.
 
-Run: .venv/bin/python bench/bench_telemetry.py [--rows N] [--sample N]
+Also printed: peak memory (this process, which hosts Sail, plus the worker processes, sampled), and CPU
+seconds over wall seconds (2.0 = both cores of a 2-core machine busy the whole time; on a machine shared
+with other work it shows how much CPU the run got).
+
+`--public N`: instead, the public history of tests/data/history (N rows; the issue's was 19,211): every
+statement must be answered.
+
+Run: PYTHONPATH=. .venv/bin/python bench/bench_telemetry.py [--rows N] [--sample N] [--public N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import tempfile
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -66,21 +77,43 @@ def shapes(rng: random.Random, count: int) -> list[str]:
     return out
 
 
-def generate(path: Path, rows: int, seed: int = 7) -> None:
-    rng = random.Random(seed)
+def distinct_texts(rng: random.Random, count: int) -> list[str]:
+    """`count` distinct texts over 3,000 shapes; a third with a comment of their own, 1% broken."""
     templates = shapes(rng, 3000)
+    out: set[str] = set()
+    while len(out) < count:
+        if rng.random() < 0.01:  # one-off or broken texts
+            out.add(rng.choice(["SELECT * FROM (", "\x00\x01", "hello"]) + str(rng.random()))
+            continue
+        template = templates[min(int(rng.paretovariate(1.2)) - 1, len(templates) - 1)]
+        text = template.format(n=rng.randint(0, 10**6), s=f"v{rng.randint(0, 999)}")
+        if rng.random() < 1 / 3:
+            run = rng.getrandbits(48)
+            text = f"/* run {run:x} */ {text}" if rng.random() < 0.5 else f"{text} -- run {run:x}"
+        out.add(text)
+    return sorted(out)
+
+
+def generate(path: Path, rows: int, distinct: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    pool = distinct_texts(rng, distinct)
+    rng.shuffle(pool)
+    # The popular head of the distribution is real queries; broken one-offs stay at the tail.
+    pool.sort(
+        key=lambda text: (
+            not text.lstrip("/* ").upper().startswith(("SELECT", "WITH", "INSERT", "MERGE", "RUN"))
+        )
+    )
     start = datetime(2026, 10, 1, tzinfo=UTC)
     batch = 200_000
     writer = None
     for offset in range(0, rows, batch):
         n = min(batch, rows - offset)
-        texts = []
-        for _ in range(n):
-            if rng.random() < 0.01:  # one-off or broken texts
-                texts.append(rng.choice(["SELECT * FROM (", "", "\x00\x01", "hello"]) + str(rng.random()))
-            else:
-                template = templates[min(int(rng.paretovariate(1.2)) - 1, len(templates) - 1)]
-                texts.append(template.format(n=rng.randint(0, 10**6), s=f"v{rng.randint(0, 999)}"))
+        # every distinct text once, then repeats (dashboards, jobs), the popular ones far more often
+        texts = [
+            pool[i] if i < len(pool) else pool[min(int(rng.paretovariate(0.8)) - 1, len(pool) - 1)]
+            for i in range(offset, offset + n)
+        ]
         table = pa.table(
             {
                 "statement_id": [f"s{offset + i}" for i in range(n)],
@@ -109,40 +142,134 @@ def naive_rate(path: Path, sample: int) -> tuple[float, int]:
     return len(picked) / (time.perf_counter() - began), hits
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--sample", type=int, default=20_000)
-    args = parser.parse_args()
+def cpu_seconds() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
 
+
+class PeakMemory:
+    """The peak of the summed resident memory of this process (which hosts Sail) and its children (the
+    worker processes), sampled from /proc every 0.1 s."""
+
+    def __init__(self) -> None:
+        self.peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> PeakMemory:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.peak_mb = max(self.peak_mb, tree_rss_mb())
+
+
+def tree_rss_mb() -> float:
+    me = os.getpid()
+    total = _rss_kb(me)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if ppid == me:
+                total += _rss_kb(int(entry.name))
+    return total / 1024
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def collect_once(root: Path, history: Path, label: str) -> tuple[float, int]:
+    """One `collect` of `history` on a fresh local engine; prints its line, returns statements/s."""
     from delta_contracts.engine.local import LocalEngine
     from delta_contracts.telemetry.log import read_rows
     from delta_contracts.telemetry.pipeline import collect
     from delta_contracts.telemetry.sources import parse_source, read_source
 
+    state = root / f"state-{label}"
+    with LocalEngine(root / f"warehouse-{label}") as engine:
+        spark = engine.spark  # type: ignore[attr-defined]
+        spec = parse_source(f"query-history:{history}")
+        cpu, began = cpu_seconds(), time.perf_counter()
+        stages: list[tuple[str, float]] = []
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if not stages or stages[-1][0] != stage:
+                stages.append((stage, time.perf_counter()))
+
+        with PeakMemory() as memory:
+            result = collect(spark, read_source(spark, spec), spec.name, WATCHED, state, progress=progress)
+        seconds = time.perf_counter() - began
+        used = cpu_seconds() - cpu
+    logged = len(read_rows(state))
+    rate = result.statements / seconds
+    kinds = ", ".join(f"{k}: {n:,}" for k, n in sorted(result.errors.items()))
+    print(
+        f"  collect: {result.statements:,} statements ({result.distinct:,} distinct texts) "
+        f"in {seconds:.1f} s = {rate:,.0f} statements/s; {result.unparsed:,} unparsed ({kinds}); "
+        f"{logged:,} reader rows logged"
+    )
+    print(f"  {logged / result.statements:.2%} of the rows logged as reads of a watched object")
+    ends = [t for _, t in stages[1:]] + [began + seconds]
+    print(
+        "  stages: "
+        + "; ".join(f"{name} {end - start:.1f} s" for (name, start), end in zip(stages, ends, strict=True))
+    )
+    print(
+        f"  CPU: {used:.1f} s over {seconds:.1f} s wall = {used / seconds:.2f} cores busy on average; "
+        f"peak memory (this process with Sail, plus workers): {memory.peak_mb:,.0f} MB"
+    )
+    return rate, result.statements
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--sample", type=int, default=5_000)
+    parser.add_argument("--distinct", type=float, nargs="*", default=[0.01, 0.10])
+    parser.add_argument("--public", type=int, default=0, help="run the public history of N rows instead")
+    args = parser.parse_args()
+    print(f"cores: {len(os.sched_getaffinity(0))}; load average now: {os.getloadavg()[0]:.1f}")
+
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        history = root / "history.parquet"
-        began = time.perf_counter()
-        generate(history, args.rows)
-        print(f"generated {args.rows:,} rows in {time.perf_counter() - began:.1f} s")
+        if args.public:
+            from tests.telemetry.public_history import write_history
 
-        with LocalEngine(root / "warehouse") as engine:
-            spark = engine.spark  # type: ignore[attr-defined]
-            spec = parse_source(f"query-history:{history}")
+            history = write_history(root / "public" / "history.jsonl", args.public)
+            print(f"public history: {args.public:,} rows")
+            collect_once(root, history, "public")
+            return
+        for share in args.distinct:
+            history = root / f"history-{share}.parquet"
+            distinct = int(args.rows * share)
             began = time.perf_counter()
-            result = collect(spark, read_source(spark, spec), spec.name, WATCHED, root / "state")
-            engine_seconds = time.perf_counter() - began
-            logged = len(read_rows(root / "state"))
-        engine_rate = result.statements / engine_seconds
-        print(
-            f"engine (local/Sail, mapInArrow over distinct normalized texts): {result.statements:,} stmts "
-            f"in {engine_seconds:.1f} s = {engine_rate:,.0f} statements/s; {result.unparsed:,} unparsed; "
-            f"{logged:,} reader rows logged"
-        )
-        rate, _ = naive_rate(history, args.sample)
-        print(f"naive (parse every row in Python, {args.sample:,}-row sample): {rate:,.0f} statements/s")
-        print(f"ratio: {engine_rate / rate:.1f}x the naive rate")
+            generate(history, args.rows, distinct)
+            print(
+                f"{args.rows:,} rows, {distinct:,} distinct texts ({share:.0%}): generated in "
+                f"{time.perf_counter() - began:.1f} s"
+            )
+            engine_rate, _ = collect_once(root, history, f"{share}")
+            rate, hits = naive_rate(history, args.sample)
+            print(
+                f"  naive (parse every row in Python, {args.sample:,}-row sample): {rate:,.0f} statements/s; "
+                f"{hits / min(args.sample, args.rows):.2%} of its rows read a watched object"
+            )
+            print(f"  ratio: {engine_rate / rate:.1f}x the naive rate")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ def collect_command(
     """Append the reads of deprecated objects to the readers log, incrementally (safe to run daily)."""
     from rich.progress import Progress
 
+    from delta_contracts.engine.spark_sql_names import engine_fallback_parser
     from delta_contracts.telemetry.pipeline import collect
     from delta_contracts.telemetry.sources import SourceError, read_source
 
@@ -126,13 +127,16 @@ def collect_command(
                         state_dir,
                         overlap=timedelta(hours=overlap_hours),
                         progress=progress,
+                        fallback_parser=engine_fallback_parser(live),
                     )
                 except SourceError as err:
                     print(f"error: {err}", file=sys.stderr)
                     raise typer.Exit(EXIT_INPUT) from None
             mark = f"{result.watermark:%Y-%m-%d %H:%M:%S} UTC" if result.watermark else "none"
+            kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(result.errors.items()))
             print(
-                f"{spec.name}: {result.statements} statement(s), {result.unparsed} unparsed, "
+                f"{spec.name}: {result.statements} statement(s), {result.unparsed} unparsed"
+                f"{f' ({kinds})' if kinds else ''}, "
                 f"{result.appended} reader row(s) added; watermark {mark}"
             )
     raise typer.Exit(EXIT_OK)
@@ -153,6 +157,7 @@ def extract_command(
     client_column: ClientColumn = None,
 ) -> None:
     """One JSON line per statement: statement_id, tables_read, tables_written, columns_read, error."""
+    from delta_contracts.engine.spark_sql_names import engine_fallback_parser
     from delta_contracts.telemetry.names import Names
     from delta_contracts.telemetry.pipeline import extracted_statements
     from delta_contracts.telemetry.sources import SourceError, read_source
@@ -165,7 +170,8 @@ def extract_command(
         names = Names.load(live.ledger_table())
         for spec in specs:
             try:
-                rows = extracted_statements(read_source(_spark(live), spec), watched)
+                frame = read_source(_spark(live), spec)
+                rows = extracted_statements(frame, watched, fallback_parser=engine_fallback_parser(live))
                 for row in rows.toLocalIterator():
                     # A view's columns are those it served when the statement ran (not every one it ever had).
                     served = [

@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from delta_contracts.sql.extract import Catalog
 
 _SYNTHETIC = "__dc_table_"
+_MAX_VIEW_DEPTH = 16
 
 
 def columns_read(statement: exp.Expr, catalog: Catalog, dialect: str) -> set[str]:
@@ -21,7 +22,7 @@ def columns_read(statement: exp.Expr, catalog: Catalog, dialect: str) -> set[str
 
     from delta_contracts.sql.extract import _is_cte_reference, table_name
 
-    tree = statement.copy()
+    tree = _views_inlined(statement.copy(), catalog, dialect)
     real: dict[str, str] = {}  # synthetic table name -> the catalog's name
     schema: dict[str, dict[str, str]] = {}
     for table in list(tree.find_all(exp.Table)):
@@ -62,6 +63,40 @@ def columns_read(statement: exp.Expr, catalog: Catalog, dialect: str) -> set[str
                     found.add(f"{real[source.name]}.{column.name.casefold()}")
     found |= _dml_columns(tree, real, schema)
     return found
+
+
+def _views_inlined(tree: exp.Expr, catalog: Catalog, dialect: str) -> exp.Expr:
+    """Reads of a known view replaced by the view's query (`FROM v AS x` -> `FROM (SELECT ...) AS x`), views
+    of views too: a column read through a view is a column of the table under it."""
+    import sqlglot
+    from sqlglot import exp
+    from sqlglot.errors import SqlglotError
+
+    from delta_contracts.sql.extract import _is_cte_reference, table_name
+
+    if not catalog.views:
+        return tree
+    for _ in range(_MAX_VIEW_DEPTH):
+        replaced = False
+        for table in list(tree.find_all(exp.Table)):
+            name = table_name(table)
+            if name is None or _is_cte_reference(table) or catalog.schema_name(name) is not None:
+                continue
+            view_sql = catalog.view(name)
+            if view_sql is None or not isinstance(table.parent, exp.From | exp.Join):
+                continue
+            try:
+                query = sqlglot.parse_one(view_sql, read=dialect)
+            except (SqlglotError, RecursionError):
+                continue
+            if not isinstance(query, exp.Query):
+                continue
+            alias = table.alias or table.name
+            table.replace(exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+            replaced = True
+        if not replaced:
+            break
+    return tree
 
 
 def _outer_queries(tree: exp.Expr) -> list[exp.Query]:

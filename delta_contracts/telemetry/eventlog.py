@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from delta_contracts.sql.extract import names_match
 from delta_contracts.telemetry.statement import Statement
 
 SQL_START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
@@ -33,15 +34,25 @@ _SCAN = re.compile(r"^Scan (?!ExistingRDD)\w+ ?([\w`.]*)\s*(?:\[[^\]]*\])?$")
 _LOCATION = re.compile(r"^Location: \w+ \[([^\],]+)", re.MULTILINE)
 _STATE_SCAN = re.compile(r"Delta Table State(?: with Stats)? #\d+ - (\S+?)/_delta_log")
 _READ_SCHEMA = re.compile(r"^ReadSchema: struct<(.*)>$", re.MULTILINE)
+# Plan nodes that write a table, as delta-spark 4 names them in event logs: INSERT `AppendDataExecV1` /
+# `OverwriteByExpressionExecV1`, CTAS / RTAS / saveAsTable `AtomicCreateTableAsSelect` /
+# `AtomicReplaceTableAsSelect`, MERGE / UPDATE / DELETE `Execute MergeIntoCommand` over `MergeIntoCommand`
+# (and Update/Delete alike), whose Arguments name the target (`` `spark_catalog`.`sales`.`orders` ``) and its
+# location (`Delta[version=2, file:/...]`).
 _WRITE_NODE = re.compile(
     r"^(AppendData|OverwriteByExpression|OverwritePartitionsDynamic|ReplaceData|WriteDelta|CreateTable|"
     r"ReplaceTable|AtomicCreateTableAsSelect|AtomicReplaceTableAsSelect|CreateTableAsSelect|"
-    r"ReplaceTableAsSelect|Execute \w*(Merge|Write|Update|Delete|Insert|Create)\w*)"
+    r"ReplaceTableAsSelect|Execute \w*(Merge|Write|Update|Delete|Insert|Create)\w*|"
+    r"(MergeInto|Update|Delete)Command\b)"
 )
 _DELTA_TABLE_V2 = re.compile(r"DeltaTableV2\([^,]*,([^,]+),")
-_WRITE_NAME = re.compile(r"\)\),Some\(([\w`.]+)\)|^Arguments: \S+@\w+, ([\w`.]+), ", re.MULTILINE)
+_DELTA_LOCATION = re.compile(r"\bDelta\[version=\d+, ([^\]]+)\]")
+_WRITE_NAME = re.compile(
+    r"\)\),Some\(([\w`.]+)\)|^Arguments: \S+@\w+, ([\w`.]+), |^Arguments: .*?((?:`[^`]+`\.)+`[^`]+`)",
+    re.MULTILINE,
+)
 _CONNECT_SQL = re.compile(r'\bquery: "((?:[^"\\]|\\.)*)"')
-_CONNECT_TABLE = re.compile(r'\bunparsed_identifier: "((?:[^"\\]|\\.)*)"')
+_CONNECT_TABLE = re.compile(r'\bnamed_table \{\s*unparsed_identifier: "((?:[^"\\]|\\.)*)"')
 
 
 @dataclass
@@ -52,6 +63,8 @@ class _Execution:
     columns: set[tuple[str, str]] = field(default_factory=set)  # (table name or path, column)
     writes: set[str] = field(default_factory=set)
     tags: set[str] = field(default_factory=set)
+    # Locations whose Delta log alone was read (a snapshot, file skipping): for a write, its own target.
+    state: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -221,8 +234,8 @@ def _read_plan(app: _App, node: _Execution, plan: str) -> None:
         end = headers[i + 1].start() if i + 1 < len(headers) else len(plan)
         title, body = header.group(1).strip(), plan[header.end() : end]
         if _WRITE_NODE.match(title):
-            paths = [_path(p) for p in _DELTA_TABLE_V2.findall(body)]
-            names = [(a or b).replace("`", "").casefold() for a, b in _WRITE_NAME.findall(body)]
+            paths = [_path(p) for p in _DELTA_TABLE_V2.findall(body) + _DELTA_LOCATION.findall(body)]
+            names = [(a or b or c).replace("`", "").casefold() for a, b, c in _WRITE_NAME.findall(body)]
             node.writes |= set(paths) | set(names)
             if len(paths) == 1 and len(names) == 1:
                 app.paths[paths[0]] = names[0]
@@ -232,7 +245,7 @@ def _read_plan(app: _App, node: _Execution, plan: str) -> None:
             locations = [_path(p) for p in _LOCATION.findall(body)]
             logs = [p.split("/_delta_log", 1)[0] for p in locations if "/_delta_log" in p]
             if logs:  # Delta reading a table's own log (snapshot, file skipping): a read, without columns
-                node.reads |= set(logs)
+                node.state |= set(logs)
                 continue
             name = scan.group(1).replace("`", "").casefold() or (locations[0] if locations else "")
             if name:
@@ -242,7 +255,7 @@ def _read_plan(app: _App, node: _Execution, plan: str) -> None:
                 for schema in _READ_SCHEMA.findall(body):
                     node.columns |= {(name, c) for c in _top_level_fields(schema)}
         for path in _STATE_SCAN.findall(title + "\n" + body):
-            node.reads.add(_path(path))
+            node.state.add(_path(path))
 
 
 def _top_level_fields(schema: str) -> list[str]:
@@ -292,15 +305,19 @@ def _unescape(text: str) -> str:
 
 
 def _statements(app: _App) -> Iterator[Statement]:
-    merged: dict[str, set[str]] = {}
+    merged: dict[str, tuple[set[str], set[str]]] = {}  # Connect job tag -> (reads, writes) of its executions
     for root, node in sorted(app.executions.items()):
+        writes = _fullest({_named(app, w) for w in node.writes})
         reads = {_named(app, r) for r in node.reads}
-        writes = {_named(app, w) for w in node.writes}
-        reads -= writes  # a write reads its own target's log: that is not a reader
-        columns = {f"{_named(app, t)}.{c}" for t, c in node.columns if _named(app, t) not in writes}
+        reads |= {_named(app, p) for p in node.state - node.reads if not _is_target_location(p, writes)}
+        # A write reads its own target (its log, the rows a MERGE or UPDATE rewrites): that is no reader.
+        reads = {r for r in reads if not _written(r, writes)}
+        columns = {f"{_named(app, t)}.{c}" for t, c in node.columns if not _written(_named(app, t), writes)}
         operation = next((t for t in node.tags if t in app.connect), None)
         if operation is not None:  # the executions of a Connect operation belong to that operation
-            merged.setdefault(operation, set()).update(reads)
+            op_reads, op_writes = merged.setdefault(operation, (set(), set()))
+            op_reads.update(reads)
+            op_writes.update(writes)
             continue
         description = node.description or ""
         text = description if _SQL_START.match(description) and not _CALL_SITE.match(description) else None
@@ -317,8 +334,9 @@ def _statements(app: _App) -> Iterator[Statement]:
             tables_written=tuple(sorted(writes)),
         )
     for tag, op in app.connect.items():
-        plan_reads = merged.get(tag, set())
-        known = set(op.tables_read or ()) | plan_reads
+        plan_reads, plan_writes = merged.get(tag, (set(), set()))
+        # Delta's internal executions of a write (its snapshot, file skipping) scan the target: no reader.
+        known = (set(op.tables_read or ()) | plan_reads) - plan_writes
         yield Statement(
             statement_id=f"{app.app_id}:{op.statement_id}",
             statement_time=op.statement_time,
@@ -326,7 +344,30 @@ def _statements(app: _App) -> Iterator[Statement]:
             client=op.client,
             text=op.text,
             tables_read=tuple(sorted(known)),
+            tables_written=tuple(sorted(plan_writes)),
         )
+
+
+def _written(name: str, writes: set[str]) -> bool:
+    return any(names_match(name.split("."), w.split(".")) for w in writes if "`" not in w) or name in writes
+
+
+def _fullest(names: set[str]) -> set[str]:
+    """One name per table: `spark_catalog.sales.orders` and `sales.orders` are the same target."""
+    return {n for n in names if not any(o != n and o.endswith("." + n) for o in names)}
+
+
+def _is_target_location(path: str, writes: set[str]) -> bool:
+    """A managed table's location ends in `<schema>.db/<table>` (or `<table>`): a CTAS / RTAS reading the
+    log of the table it replaces names no location, only the table."""
+    parts = path.rstrip("/").split("/")
+    for name in writes:
+        pieces = name.split(".")
+        if parts[-1] == pieces[-1] and (
+            len(pieces) < 2 or len(parts) < 2 or parts[-2] in (f"{pieces[-2]}.db", pieces[-2])
+        ):
+            return True
+    return False
 
 
 def _named(app: _App, table: str) -> str:

@@ -1,33 +1,38 @@
-"""Extraction inside the engine and the incremental collection into the readers log.
+"""Collection of a query history into the readers log, incremental by a watermark per source.
 
-Statements are normalized (literals and spacing) in the engine, each distinct (text, structured reads) is
-parsed once by `mapInArrow` — spread over the cluster, or over Sail's / local Spark's cores — and the
-results are joined back to every statement carrying it.
+The engine reads the source and groups its statements by exact text (a hash; one pass, in the engine, over
+millions of rows); only the distinct texts come to Python, where `workers` fingerprints them and parses one
+text per shape, spread over every core. The statements that touch a watched object are then found by
+joining the few keys with hits back to the source, in the engine. Memory holds the distinct texts, never one
+Python object per row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from delta_contracts.instants import epoch_micros, from_epoch_micros
+from delta_contracts.sql.extract import FallbackParser, names_match
+from delta_contracts.sql.history import ViewHistory
+from delta_contracts.telemetry import workers
 from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark, watermarks
-from delta_contracts.telemetry.matching import Targets, possible_in_text, reads_of
+from delta_contracts.telemetry.matching import Targets
 from delta_contracts.telemetry.objects import Watched
-from delta_contracts.telemetry.statement import NUMBER_LITERAL, STRING_LITERAL, WHITESPACE
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from delta_contracts.telemetry.workers import Answer, Context, Extractor, Job
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
-EXTRACTED_DDL = (
+HITS_DDL = "key bigint, object string, kind string"
+ANSWERS_DDL = (
     "key bigint, tables_read array<string>, tables_written array<string>, columns_read array<string>, "
-    "error string, hits array<struct<object:string,kind:string>>"
+    "error string"
 )
+_KNOWN = ("tables_read", "columns_read", "tables_written")
 
 
 def _quiet(stage: str, done: int, total: int) -> None:
@@ -41,104 +46,213 @@ class Collected:
     unparsed: int
     appended: int
     watermark: datetime | None
+    errors: Mapping[str, int] = field(default_factory=dict)  # error kind -> statements
+    distinct: int = 0  # distinct texts extracted
+
+
+@dataclass(frozen=True, slots=True)
+class Distinct:
+    """The source's distinct statements (by exact text and known reads), with how often each occurs and
+    when, and what each reads."""
+
+    keys: list[int]
+    counts: list[int]
+    first: int | None  # statement times, epoch micros
+    last: int | None
+    answers: list[Answer]
+
+    @property
+    def statements(self) -> int:
+        return sum(self.counts)
+
+    def errors(self) -> Counter[str]:
+        kinds: Counter[str] = Counter()
+        for answer, n in zip(self.answers, self.counts, strict=True):
+            if answer.error is not None:
+                kinds[answer.error_kind or "error"] += n
+        return kinds
 
 
 def keyed(frame: Any) -> Any:
-    """Adds `norm` (the normalized text) and `key` (a hash of what extraction depends on)."""
+    """Adds `key`: a hash of the exact text and the reads the source already knows (what extraction depends
+    on). Nothing is normalized here: that needs the tokenizer, on distinct texts only."""
     from sqlglot import exp
 
-    def replace(value: exp.Expr, pattern: str, by: str) -> exp.Expr:
-        return exp.func("regexp_replace", value, exp.Literal.string(pattern), exp.Literal.string(by))
+    parts: list[exp.Expr] = [exp.column("text")]
+    for name in _KNOWN:
+        parts.append(exp.func("array_join", exp.column(name), exp.Literal.string("\x1f")))
+        parts.append(exp.Is(this=exp.column(name), expression=exp.Null()))
+    key = exp.func("xxhash64", *parts)
+    return frame.selectExpr("*", key.as_("key").sql(dialect="spark"))
 
-    text = exp.column("text")
-    norm = exp.func(
-        "trim", replace(replace(replace(text, STRING_LITERAL, "'?'"), NUMBER_LITERAL, "0"), WHITESPACE, " ")
+
+def extract_distinct(
+    keyed_frame: Any,
+    watched: Watched,
+    *,
+    all_columns: bool,
+    progress: Progress = _quiet,
+    fallback_parser: FallbackParser | None = None,
+) -> Distinct:
+    """Each distinct statement of the frame, extracted once; then, on the driver, the few that need more:
+    what sqlglot could not parse, by `fallback_parser` (Spark's, where the engine has one), and reads of
+    views created earlier in the same history."""
+    from sqlglot import exp
+
+    def agg(function: str, *args: exp.Expr) -> str:
+        return str(exp.func(function, *args).sql(dialect="spark"))
+
+    micros = exp.func("unix_micros", exp.column("statement_time"))
+    grouped = keyed_frame.groupBy("key").agg(
+        # Typed: a source's empty array literal is array<void>, which Arrow cannot carry.
+        _expr(keyed_frame, agg("first", exp.cast(exp.column("text"), "STRING")), "text"),
+        *(_expr(keyed_frame, agg("first", exp.cast(exp.column(c), "ARRAY<STRING>")), c) for c in _KNOWN),
+        _expr(keyed_frame, agg("count", exp.Star()), "n"),
+        _expr(keyed_frame, agg("min", micros), "first_micros"),
+        _expr(keyed_frame, agg("max", micros), "last_micros"),
     )
-    joined = [
-        exp.func("array_join", exp.column(c), exp.Literal.string("\x1f"))
-        for c in ("tables_read", "columns_read", "tables_written")
+    progress("reading the source", 0, 1)
+    table = grouped.toArrow()
+    progress("reading the source", 1, 1)
+    keys = table.column("key").to_pylist()
+    texts: list[str | None] = table.column("text").to_pylist()
+    known = [table.column(c).to_pylist() for c in _KNOWN]
+    jobs = [
+        Job(text, *(None if k[i] is None else tuple(k[i]) for k in known)) for i, text in enumerate(texts)
     ]
-    key = exp.func("xxhash64", exp.column("norm"), *joined)
-    with_norm = frame.selectExpr("*", norm.as_("norm").sql(dialect="spark"))
-    return with_norm.selectExpr("*", key.as_("key").sql(dialect="spark"))
-
-
-def extract_distinct(keyed_frame: Any, watched: Watched) -> Any:
-    """One row per distinct key: what it reads and writes, and which watched objects it touches."""
+    firsts: list[int | None] = table.column("first_micros").to_pylist()
+    lasts: list[int | None] = table.column("last_micros").to_pylist()
+    counts = [int(n) for n in table.column("n").to_pylist()]
+    del table, texts, known
     targets = Targets.of(watched.objects, watched.catalog.schemas, watched.locations)
-    catalog = watched.catalog
+    context = Context(watched.catalog, targets, all_columns)
+    with Extractor(context) as extractor:
+        answers = _answer_all(extractor, jobs, progress)
+    if fallback_parser is not None:
+        answers = _by_fallback(jobs, answers, context, fallback_parser)
+    answers = _through_history_views(jobs, answers, firsts, lasts, context, fallback_parser)
+    return Distinct(
+        keys,
+        counts,
+        min((m for m in firsts if m is not None), default=None),
+        max((m for m in lasts if m is not None), default=None),
+        answers,
+    )
 
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import logging
 
-        # sqlglot warns once per statement it falls back on; a history has millions.
-        logging.getLogger("sqlglot").setLevel(logging.ERROR)
-        for batch in batches:
-            yield extract_batch(batch, catalog, targets)
-
-    distinct = keyed_frame.select(
-        "key", "norm", "tables_read", "columns_read", "tables_written"
-    ).dropDuplicates(["key"])
-    return distinct.mapInArrow(run, EXTRACTED_DDL)
+def _by_fallback(
+    jobs: Sequence[Job], answers: list[Answer], context: Context, fallback_parser: FallbackParser
+) -> list[Answer]:
+    """What sqlglot could not parse, asked again with the other parser (on the driver: Spark's parser
+    lives in the engine's process; such statements are few)."""
+    return [
+        workers.answer(job, context, fallback_parser) if workers.for_fallback(got) and job.text else got
+        for job, got in zip(jobs, answers, strict=True)
+    ]
 
 
-def extract_batch(batch: pa.RecordBatch, catalog: Any, targets: Targets) -> pa.RecordBatch:
+def _through_history_views(
+    jobs: Sequence[Job],
+    answers: list[Answer],
+    firsts: Sequence[int | None],
+    lasts: Sequence[int | None],
+    context: Context,
+    fallback_parser: FallbackParser | None,
+) -> list[Answer]:
+    """Statements that read a view created by an earlier statement of the history, extracted again on the
+    driver with the views as the history left them then (`CREATE VIEW revenue0 AS ... FROM lineitem`, then
+    `SELECT ... FROM revenue0`: a read of `lineitem`, and of its columns where known). Texts were extracted
+    each on its own; a view is dated by the first run of the text that made it. A text run both before and
+    after a view changed is extracted at its first and its last run and reads what either reads (a read
+    too many keeps a gate shut; one too few would open it)."""
+    history = ViewHistory()
+    for got, first in zip(answers, firsts, strict=True):
+        if got.views_changed:
+            history.record(_instant(first), got.views_changed)
+    if not history:
+        return answers
+    view_names = [name.split(".") for name in history.names()]
+    last_parts = {parts[-1] for parts in view_names}  # a cheap filter before the suffix match
+    out = list(answers)
+    for index, (job, got) in enumerate(zip(jobs, answers, strict=True)):
+        if job.text is None or job.tables_read is not None:
+            continue
+        named = [r.split(".") for r in got.tables_read if r.rsplit(".", 1)[-1] in last_parts]
+        if not any(names_match(r, n) for r in named for n in view_names):
+            continue
+        instants = dict.fromkeys([_instant(firsts[index]), _instant(lasts[index])])
+        again = [
+            workers.answer(
+                job,
+                Context(history.catalog_at(context.catalog, when), context.targets, context.all_columns),
+                fallback_parser,
+            )
+            for when in instants
+        ]
+        out[index] = _union(again)
+    return out
+
+
+def _union(answers: Sequence[Answer]) -> Answer:
+    if len(answers) == 1:
+        return answers[0]
+    first = answers[0]
+    error = next((a for a in answers if a.error is not None), first)
+
+    def joined(field_of: Callable[[Answer], tuple[Any, ...]]) -> tuple[Any, ...]:
+        return tuple(sorted({item for a in answers for item in field_of(a)}))
+
+    return Answer(
+        joined(lambda a: a.tables_read),
+        joined(lambda a: a.tables_written),
+        joined(lambda a: a.columns_read),
+        error.error,
+        error.error_kind,
+        tuple(dict.fromkeys(h for a in answers for h in a.hits)),
+        first.views_changed,
+    )
+
+
+def _answer_all(extractor: Extractor, jobs: Sequence[Job], progress: Progress) -> list[Answer]:
+    """Fingerprint every distinct text, parse one text per (fingerprint, known reads), share the answer."""
+    progress(f"fingerprinting {len(jobs)} distinct text(s)", 0, len(jobs))
+    prints = extractor.fingerprints([j.text if j.tables_read is None else None for j in jobs])
+    groups: dict[object, int] = {}
+    representatives: list[Job] = []
+    group_of: list[int] = []
+    for index, (job, printed) in enumerate(zip(jobs, prints, strict=True)):
+        group = (printed, job.tables_read, job.columns_read, job.tables_written) if printed else index
+        number = groups.setdefault(group, len(representatives))
+        if number == len(representatives):
+            representatives.append(job)
+        group_of.append(number)
+    progress(f"extracting {len(representatives)} distinct statement(s)", 0, len(representatives))
+    answered = extractor.answers(representatives)
+    progress(
+        f"extracting {len(representatives)} distinct statement(s)", len(representatives), len(representatives)
+    )
+    return [answered[g] for g in group_of]
+
+
+def extracted_statements(
+    frame: Any, watched: Watched, *, fallback_parser: FallbackParser | None = None
+) -> Any:
+    """Every statement with its extraction (the `telemetry extract` view)."""
     import pyarrow as pa
 
-    from delta_contracts.sql.extract import extract
-
-    rows = batch.to_pylist()
-    out: dict[str, list[Any]] = {
-        k: [] for k in ("key", "tables_read", "tables_written", "columns_read", "error", "hits")
-    }
-    for row in rows:
-        known_reads, known_columns, known_writes = (
-            row["tables_read"],
-            row["columns_read"],
-            row["tables_written"],
-        )
-        text = row["norm"]
-        reads, writes, columns = set(known_reads or ()), set(known_writes or ()), set(known_columns or ())
-        error: str | None = None
-        if text:
-            got = extract(text, catalog)
-            reads |= set(got.tables_read)
-            writes |= set(got.tables_written)
-            columns |= set(got.columns_read)
-            error = got.error if known_reads is None else None
-        elif known_reads is None:
-            error = "no statement text"
-        hits = [{"object": o, "kind": "read"} for o in reads_of(reads, columns, targets)]
-        if error and text:
-            seen = {h["object"] for h in hits}
-            hits += [
-                {"object": o, "kind": "possible"} for o in possible_in_text(text, targets) if o not in seen
-            ]
-        out["key"].append(row["key"])
-        out["tables_read"].append(sorted(reads))
-        out["tables_written"].append(sorted(writes))
-        out["columns_read"].append(sorted(columns))
-        out["error"].append(error)
-        out["hits"].append(hits)
-    hit = pa.struct([("object", pa.string()), ("kind", pa.string())])
-    names = pa.list_(pa.string())
-    schema = pa.schema(
-        [
-            ("key", pa.int64()),
-            ("tables_read", names),
-            ("tables_written", names),
-            ("columns_read", names),
-            ("error", pa.string()),
-            ("hits", pa.list_(hit)),
-        ]
-    )
-    return pa.RecordBatch.from_pydict(out, schema=schema)
-
-
-def extracted_statements(frame: Any, watched: Watched) -> Any:
-    """Every statement with its extraction (the `telemetry extract` view)."""
     statements = keyed(frame)
-    parsed = extract_distinct(statements, watched)
+    distinct = extract_distinct(statements, watched, all_columns=True, fallback_parser=fallback_parser)
+    names = pa.list_(pa.string())
+    answers = pa.table(
+        {
+            "key": pa.array(distinct.keys, pa.int64()),
+            "tables_read": pa.array([list(a.tables_read) for a in distinct.answers], names),
+            "tables_written": pa.array([list(a.tables_written) for a in distinct.answers], names),
+            "columns_read": pa.array([list(a.columns_read) for a in distinct.answers], names),
+            "error": pa.array([a.error for a in distinct.answers], pa.string()),
+        }
+    )
+    parsed = frame.sparkSession.createDataFrame(answers.to_pandas(), ANSWERS_DDL)
     return statements.select("key", "statement_id", "statement_time", "user", "client").join(parsed, "key")
 
 
@@ -152,9 +266,12 @@ def collect(
     overlap: timedelta = timedelta(days=1),
     now: datetime | None = None,
     progress: Progress = _quiet,
+    fallback_parser: FallbackParser | None = None,
 ) -> Collected:
     """Append the reads of watched objects in `frame` since the source's watermark (minus `overlap`, for
-    statements recorded late); ids already logged are skipped, so re-runs and overlaps add nothing."""
+    statements recorded late); ids already logged are skipped, so re-runs and overlaps add nothing. A
+    statement that cannot be extracted is counted by error kind and never stops the run. `fallback_parser`:
+    Spark's parser, asked for what sqlglot cannot parse (the engine layer passes it in)."""
     from sqlglot import exp
 
     now = now or datetime.now(UTC)
@@ -166,50 +283,72 @@ def collect(
             exp.GTE(this=exp.column("statement_time"), expression=_timestamp(since)),
         )
         frame = frame.where(condition.sql(dialect="spark"))
-    progress("reading the source", 0, 1)
-    bounds = frame.selectExpr(
-        "count(*) AS n",
-        "min(unix_micros(statement_time)) AS first",
-        "max(unix_micros(statement_time)) AS last",
-    )
-    summary = bounds.collect()[0]
-    total = int(summary["n"])
-    progress("reading the source", 1, 1)
     statements = keyed(frame)
-    parsed = extract_distinct(statements, watched)
-    progress(f"extracting {total} statement(s)", 0, total)
-    joined = statements.select("key", "statement_id", "statement_time", "user", "client").join(parsed, "key")
-    tally = joined.selectExpr("count_if(error IS NOT NULL) AS unparsed").collect()[0]
-    hits = joined.where("size(hits) > 0").selectExpr(
-        "statement_id", "unix_micros(statement_time) AS micros", "user", "client", "explode(hits) AS hit"
+    distinct = extract_distinct(
+        statements, watched, all_columns=False, progress=progress, fallback_parser=fallback_parser
     )
-    rows = [
+    total = distinct.statements
+    progress("logging", 0, 1)
+    rows = _reader_rows(spark, statements, distinct, source)
+    appended = append_readers(state_dir, rows, now)
+    errors = distinct.errors()
+    unparsed = sum(errors.values())
+    mark = Watermark(
+        source=source,
+        watermark=_latest(previous.watermark if previous else None, _instant(distinct.last)),
+        collected_at=now,
+        covered_from=_earliest(previous.covered_from if previous else None, _instant(distinct.first)),
+        statements=total,
+        unparsed=unparsed,
+    )
+    record_watermark(state_dir, mark)
+    progress("logged", 1, 1)
+    return Collected(source, total, unparsed, appended, mark.watermark, dict(errors), len(distinct.keys))
+
+
+def _reader_rows(spark: Any, statements: Any, distinct: Distinct, source: str) -> list[ReaderRow]:
+    """One row per (statement, watched object it touches): the keys with hits joined back in the engine."""
+    import pyarrow as pa
+
+    hit_keys, objects, kinds = [], [], []
+    for key, answer in zip(distinct.keys, distinct.answers, strict=True):
+        for obj, kind in answer.hits:
+            hit_keys.append(key)
+            objects.append(obj)
+            kinds.append(kind)
+    if not hit_keys:
+        return []
+    hits = pa.table({"key": pa.array(hit_keys, pa.int64()), "object": objects, "kind": kinds})
+    frame = spark.createDataFrame(hits.to_pandas(), HITS_DDL)
+    joined = statements.select("key", "statement_id", "statement_time", "user", "client").join(frame, "key")
+    selected = joined.selectExpr(
+        "statement_id", "unix_micros(statement_time) AS micros", "user", "client", "object", "kind"
+    )
+    return [
         ReaderRow(
-            object=r["hit"]["object"],
-            kind=r["hit"]["kind"],
+            object=r["object"],
+            kind=r["kind"],
             user=r["user"],
             client=r["client"],
             statement_id=r["statement_id"],
             statement_time=_instant(r["micros"]),
             source=source,
         )
-        for r in hits.toLocalIterator()
+        for r in selected.toLocalIterator()
     ]
-    progress(f"extracting {total} statement(s)", total, total)
-    appended = append_readers(state_dir, rows, now)
-    last = _instant(summary["last"])
-    first = _instant(summary["first"])
-    mark = Watermark(
-        source=source,
-        watermark=_latest(previous.watermark if previous else None, last),
-        collected_at=now,
-        covered_from=_earliest(previous.covered_from if previous else None, first),
-        statements=total,
-        unparsed=int(tally["unparsed"] or 0),
-    )
-    record_watermark(state_dir, mark)
-    progress("logged", 1, 1)
-    return Collected(source, total, mark.unparsed, appended, mark.watermark)
+
+
+def _expr(frame: Any, sql: str, alias: str) -> Any:
+    """A Column from SQL for `frame`, a classic or a Spark Connect DataFrame (their functions differ)."""
+    from pyspark.sql import functions
+
+    try:
+        from pyspark.sql.connect import functions as remote_functions
+        from pyspark.sql.connect.dataframe import DataFrame as RemoteFrame
+    except ImportError:  # pyspark without the Connect client's dependencies
+        return functions.expr(sql).alias(alias)
+    chosen = remote_functions if isinstance(frame, RemoteFrame) else functions
+    return chosen.expr(sql).alias(alias)
 
 
 def _timestamp(value: datetime) -> Any:

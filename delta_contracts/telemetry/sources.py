@@ -91,13 +91,51 @@ def _read_any(spark: Any, location: str) -> Any:
     if path.is_dir() and (path / "_delta_log").is_dir():
         return spark.read.format("delta").load(str(path))
     suffixes = {p.suffix.casefold() for p in files if not p.name.startswith((".", "_"))}
-    if suffixes & {".json", ".jsonl", ".ndjson"}:
-        return spark.read.json(str(path))
-    if ".csv" in suffixes:
-        return spark.read.options(header="true", multiLine="true", escape='"').csv(str(path))
+    if suffixes & {".json", ".jsonl", ".ndjson"} or ".csv" in suffixes:
+        return _read_text_files(spark, path, files, json=bool(suffixes & {".json", ".jsonl", ".ndjson"}))
     if ".parquet" in suffixes:
         return spark.read.parquet(str(path))
     raise SourceError(f"{location}: neither Parquet, JSON lines, CSV nor a Delta table")
+
+
+def _read_text_files(spark: Any, path: Path, files: list[Path], *, json: bool) -> Any:
+    """JSON lines or CSV. Bytes that are not UTF-8 (a damaged export) must not make the whole source
+    unreadable (some engines refuse the file, Sail among them): the files are then read through a copy in
+    which such bytes are replaced (U+FFFD), so only the statements holding them are affected."""
+    from delta_contracts.engine.spark import spark_errors
+
+    def read(location: Path) -> Any:
+        if json:
+            frame = spark.read.json(str(location))
+        else:
+            frame = spark.read.options(header="true", multiLine="true", escape='"').csv(str(location))
+        frame.schema  # noqa: B018 - inferring the schema reads the files: a decoding error shows here
+        return frame
+
+    try:
+        return read(path)
+    except spark_errors() as err:
+        if "utf-8" not in str(err).casefold() and "utf8" not in str(err).casefold():
+            raise
+    return read(_utf8_copy(path, files))
+
+
+def _utf8_copy(path: Path, files: list[Path]) -> Path:
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="delta-contracts-utf8-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    for file in files:
+        if file.name.startswith((".", "_")):
+            continue
+        target = folder / (file.relative_to(path) if path.is_dir() else file.name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with file.open("rb") as raw, target.open("w", encoding="utf-8") as out:
+            for line in raw:
+                out.write(line.decode("utf-8", errors="replace"))
+    return folder if path.is_dir() else folder / path.name
 
 
 def _project(raw: Any, spec: SourceSpec, roles: Mapping[str, str], present: Mapping[str, str]) -> Any:

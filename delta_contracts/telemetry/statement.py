@@ -1,8 +1,7 @@
-"""One statement of a query history, whatever the source, and the text normalization used to deduplicate."""
+"""One statement of a query history, whatever the source (deduplicated by `sql.normalize.fingerprint`)."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -68,16 +67,3 @@ def to_arrow(statements: list[Statement]) -> pa.Table:
         ],
         schema=statements_schema(),
     )
-
-
-# Literals do not change what a statement reads: `WHERE id = 7` and `WHERE id = 8` parse once.
-# The same patterns run inside the engine (regexp_replace): only syntax Java and Rust regexes share.
-STRING_LITERAL = r"'(?:[^'\\]|\\.)*'"
-NUMBER_LITERAL = r"\b[0-9]+(?:\.[0-9]+)?\b"
-WHITESPACE = r"\s+"
-
-
-def normalize(text: str) -> str:
-    text = re.sub(STRING_LITERAL, "'?'", text)
-    text = re.sub(NUMBER_LITERAL, "0", text)
-    return re.sub(WHITESPACE, " ", text).strip()

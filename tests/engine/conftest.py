@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,9 +49,17 @@ def connect_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     available, why = delta_jars_available()
     if not available:
         pytest.fail(f"the connect engine cannot start: {why} (DELTA_CONTRACTS_SKIP_SPARK=1 opts out)")
-    warehouse = tmp_path_factory.mktemp("connect-warehouse")
+    warehouse = tmp_path_factory.mktemp("connect-warehouse", numbered=False)  # connect_event_logs finds it
     with connect_server(warehouse, warehouse.parent / "connect-server.log") as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def connect_event_logs(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The event log folder of the Connect server behind `connect_url`."""
+    from tests.engine.connect_server import event_log_dir
+
+    return event_log_dir(tmp_path_factory.getbasetemp() / "connect-warehouse")
 
 
 @pytest.fixture(scope="session")

@@ -33,6 +33,11 @@ def _listening(port: int) -> bool:
         return False
 
 
+def event_log_dir(warehouse: Path) -> Path:
+    """Where the server started for `warehouse` writes its event log."""
+    return warehouse.parent / f"{warehouse.name}-eventlog"
+
+
 def server_command(warehouse: Path, port: int) -> list[str]:
     import pyspark
 
@@ -55,6 +60,9 @@ def server_command(warehouse: Path, port: int) -> list[str]:
         "spark.sql.warehouse.dir": str(warehouse),
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
+        # Telemetry tests read the server's own event log (Spark Connect operations and their plans).
+        "spark.eventLog.enabled": "true",
+        "spark.eventLog.dir": str(event_log_dir(warehouse)),
     }
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
@@ -67,6 +75,7 @@ def connect_server(warehouse: Path, log: Path, startup_timeout: float = 300.0) -
     import pyspark
 
     port = free_port()
+    event_log_dir(warehouse).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "SPARK_HOME": str(Path(pyspark.__file__).parent)}
     env.pop("SPARK_CONNECT_MODE_ENABLED", None)
     with log.open("wb") as out:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import cramjam
 import lz4.block
+import pytest
 import zstandard
 
 from delta_contracts.telemetry.eventlog import (
@@ -59,7 +60,7 @@ def _lz4_java(data: bytes) -> bytes:
     block = lz4.block.compress(data, store_size=False)
     header = b"LZ4Block" + bytes([0x20 | 4]) + struct.pack("<iii", len(block), len(data), 0)
     end = b"LZ4Block" + bytes([0x10 | 4]) + struct.pack("<iii", 0, 0, 0)
-    return header + block + end
+    return bytes(header + block + end)
 
 
 def _snappy_java(data: bytes) -> bytes:
@@ -144,3 +145,29 @@ def test_connect_operations_carry_text_and_user(tmp_path: Path) -> None:
     assert connect.text == 'SELECT legacy_code FROM sales.orders WHERE note = "x"'
     assert connect.tables_read == ("spark_catalog.sales.orders",)
     assert "app-1:7" not in statements  # the operation's execution is not a second statement
+
+
+# A real delta-spark 4 event log (tests/engine/eventlog_writes_app.py made it): execution id -> the
+# statement the application ran, what it reads and what it writes (from the SQL, by hand).
+WRITES_LOG = Path(__file__).parent.parent / "data" / "eventlog" / "delta-writes.zstd"
+DELTA_WRITES = {
+    5: ("INSERT INTO customers VALUES", set(), {"sales.customers"}),
+    7: ("INSERT INTO orders SELECT FROM customers", {"sales.customers"}, {"sales.orders"}),
+    12: ("MERGE INTO orders USING customers", {"sales.customers"}, {"sales.orders"}),
+    23: ("UPDATE orders", set(), {"sales.orders"}),
+    32: ("DELETE FROM orders", set(), {"sales.orders"}),
+    41: ("INSERT OVERWRITE orders SELECT FROM customers", {"sales.customers"}, {"sales.orders"}),
+    47: ("CTAS orders_copy FROM orders", {"sales.orders"}, {"sales.orders_copy"}),
+    54: ("RTAS orders_copy FROM customers", {"sales.customers"}, {"sales.orders_copy"}),
+    61: ("saveAsTable customers_copy FROM customers", {"sales.customers"}, {"sales.customers_copy"}),
+}
+
+
+@pytest.mark.parametrize("execution", sorted(DELTA_WRITES))
+def test_delta_writes_are_writes_and_never_reads_of_their_target(execution: int) -> None:
+    statements = {s.statement_id.rsplit(":", 1)[1]: s for s in read_statements(WRITES_LOG)}
+    got = statements[str(execution)]
+    what, reads, writes = DELTA_WRITES[execution]
+    unqualified = {n.removeprefix("spark_catalog.") for n in got.tables_written or ()}
+    assert unqualified == writes, what
+    assert {n.removeprefix("spark_catalog.") for n in got.tables_read or ()} == reads, what

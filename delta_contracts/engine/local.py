@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from delta_contracts.contract.errors import first_line
 from delta_contracts.engine import deltalog, rewrite
@@ -224,7 +225,7 @@ class LocalEngine(Engine):
             self._server.stop()
 
     def sql(self, statement: str) -> list[dict[str, Any]]:
-        return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
+        return [row.asDict(recursive=True) for row in self.spark.sql(_sail_arithmetic(statement)).collect()]
 
     def _exec(self, statement: exp.Expr) -> list[dict[str, Any]]:
         return self.sql(x.sql(statement))
@@ -504,3 +505,28 @@ def _sources(query: str) -> set[TableId]:
             continue
         found.add(tuple(part.name for part in node.parts))
     return found
+
+
+_PLAIN_ARITHMETIC: dict[type[exp.Expr], type[exp.Binary]] = {
+    exp.SafeAdd: exp.Add,
+    exp.SafeSubtract: exp.Sub,
+    exp.SafeMultiply: exp.Mul,
+    exp.SafeDivide: exp.Div,
+}
+
+
+def _sail_arithmetic(statement: str) -> str:
+    """Sail 0.7.2's `try_add`/`try_multiply`/… take integers and intervals only (not a decimal column times
+    an integer, which Spark's take): on this engine they run as the plain operators, as before the planner
+    used them. Spark keeps its `try_` functions (NULL on overflow whatever the ANSI mode)."""
+    if "TRY_" not in statement.upper():
+        return statement
+    try:
+        tree = x.parse(statement)
+    except SqlglotError:
+        return statement  # not one of ours: Sail says what it makes of it
+    found = [n for n in tree.walk() if type(n) in _PLAIN_ARITHMETIC]
+    for node in reversed(found):
+        plain = _PLAIN_ARITHMETIC[type(node)]
+        node.replace(exp.Paren(this=plain(this=node.this, expression=node.expression)))
+    return x.sql(tree) if found else statement

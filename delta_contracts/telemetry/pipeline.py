@@ -99,6 +99,8 @@ def extract_distinct(
     views created earlier in the same history."""
     from sqlglot import exp
 
+    from delta_contracts.engine.frames import sql_column as _expr
+
     def agg(function: str, *args: exp.Expr) -> str:
         return str(exp.func(function, *args).sql(dialect="spark"))
 
@@ -336,19 +338,6 @@ def _reader_rows(spark: Any, statements: Any, distinct: Distinct, source: str) -
         )
         for r in selected.toLocalIterator()
     ]
-
-
-def _expr(frame: Any, sql: str, alias: str) -> Any:
-    """A Column from SQL for `frame`, a classic or a Spark Connect DataFrame (their functions differ)."""
-    from pyspark.sql import functions
-
-    try:
-        from pyspark.sql.connect import functions as remote_functions
-        from pyspark.sql.connect.dataframe import DataFrame as RemoteFrame
-    except ImportError:  # pyspark without the Connect client's dependencies
-        return functions.expr(sql).alias(alias)
-    chosen = remote_functions if isinstance(frame, RemoteFrame) else functions
-    return chosen.expr(sql).alias(alias)
 
 
 def _timestamp(value: datetime) -> Any:

@@ -21,9 +21,12 @@ from delta_contracts.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from delta_contracts.apply.ledger import LedgerEntry
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
+    from delta_contracts.live import LiveTable, TableId
 
 EngineOption = Annotated[
     str | None,
@@ -180,6 +183,20 @@ def create_command(
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
+def _described(live: Engine) -> Callable[[TableId], LiveTable | None]:
+    """`live.describe` once per table for a read-only command, without the table's version: on spark that
+    is DESCRIBE HISTORY, a Spark job, and neither `status` nor `drift` needs it (drift reads the history
+    itself)."""
+    found: dict[TableId, LiveTable | None] = {}
+
+    def describe(table: TableId) -> LiveTable | None:
+        if table not in found:
+            found[table] = live.describe(table, with_version=False)
+        return found[table]
+
+    return describe
+
+
 def drift_command(
     paths: PathsArgument = None,
     engine: EngineOption = None,
@@ -200,13 +217,14 @@ def drift_command(
     drifted = False
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
         entries = _ledger_entries(live)
+        views = live.views()
+        describe = _described(live)
         for item in contracts.contracts:
             planned, unreadable = _physical(contracts, item.contract)
-            views = live.views()
             physical = live_physical(
-                item.contract.table_parts, planned, views, lambda t: live.describe(t) is not None
+                item.contract.table_parts, planned, views, lambda t: describe(t) is not None
             )
-            table = live.describe(physical)
+            table = describe(physical)
             items = table_drift(item.contract, table, physical)
             if unreadable is not None:
                 items.insert(0, DriftItem("migrations", "", None, None, unreadable))
@@ -275,6 +293,8 @@ def status_command(
     rows: list[dict[str, object]] = []
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
         entries = _ledger_entries(live)
+        views = live.views()
+        describe = _described(live)
         for item in contracts.contracts:
             contract = item.contract
             try:
@@ -284,14 +304,11 @@ def status_command(
                 rows.append({"contract": contract.id, "version": contract.version, "error": str(err)})
                 continue
             planned = history[-1].state.physical if history else _physical(contracts, contract)[0]
-            table = live.describe(planned)
-            views = live.views()
+            table = describe(planned)
             # The stamp is the live table's: behind the alias view, or of the contract's name (a migration to
             # the planned table may be pending).
-            current = live_physical(
-                contract.table_parts, planned, views, lambda t: live.describe(t) is not None
-            )
-            serving = table if current == planned else live.describe(current)
+            current = live_physical(contract.table_parts, planned, views, lambda t: describe(t) is not None)
+            serving = table if current == planned else describe(current)
             stamped = serving.properties.get(STAMP_VERSION) if serving else None
             pending = [p.to_json() for p in pending_migrations(history, entries, contract.id)]
             physical = planned

@@ -88,13 +88,15 @@ class DeltaSparkPath:
         if self._session is None:
             from pyspark.sql import SparkSession
 
-            from delta_contracts.engine.spark import local_delta_session
+            from delta_contracts.engine.spark import JVM_LOG, local_delta_session
 
             existing = SparkSession.getActiveSession()
             # A JVM session is one per process: an existing classic one is reused (and left running).
             self._owned = existing is None or type(existing).__module__.startswith("pyspark.sql.connect")
             session = local_delta_session(
-                app_name="delta-contracts-local", warehouse=self.state_dir / "spark-warehouse"
+                app_name="delta-contracts-local",
+                warehouse=self.state_dir / "spark-warehouse",
+                jvm_log=self.state_dir / JVM_LOG,
             )
             if DELTA_EXTENSION not in str(session.conf.get("spark.sql.extensions", "")):
                 raise RuntimeError(

@@ -69,13 +69,16 @@ def local_delta_session(
     warehouse: Path | None = None,
     extra: dict[str, str] | None = None,
     target: str = "delta-4",
+    jvm_log: Path | None = None,
 ) -> Any:
     """A local classic SparkSession with Delta Lake (jars: see `engine.jars`); `target` names the Delta line
-    (`delta-3` runs only in a PySpark 3.5 virtualenv). Its catalog is Spark's default (in memory)."""
+    (`delta-3` runs only in a PySpark 3.5 virtualenv). Its catalog is Spark's default (in memory). What the
+    JVM prints goes to `jvm_log` (see `jvm_output_to`), by default `spark-driver.log` in the warehouse."""
     settings = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}
     if warehouse is not None:
         settings["spark.sql.warehouse.dir"] = str(warehouse)
-    return _start_session(app_name, {**settings, **delta_jar_settings(target)})
+    log = jvm_log or (warehouse / JVM_LOG if warehouse is not None else None)
+    return _start_session(app_name, {**settings, **delta_jar_settings(target)}, log)
 
 
 def delta_jar_settings(target: str = "delta-4") -> dict[str, str]:
@@ -88,7 +91,10 @@ def delta_jar_settings(target: str = "delta-4") -> dict[str, str]:
     return {"spark.jars.packages": TARGETS[target].coordinates}
 
 
-def _start_session(app_name: str, settings: Mapping[str, str]) -> Any:
+JVM_LOG = "spark-driver.log"
+
+
+def _start_session(app_name: str, settings: Mapping[str, str], jvm_log: Path | None = None) -> Any:
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master("local[2]").appName(app_name)
@@ -97,9 +103,48 @@ def _start_session(app_name: str, settings: Mapping[str, str]) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with jvm_output_to(jvm_log):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    quiet_query_context_loggers()
     return session
+
+
+@contextmanager
+def jvm_output_to(log: Path | None) -> Iterator[None]:
+    """Start the JVM with its standard output and error in `log` (appended), for its whole life.
+
+    Everything the JVM prints goes there: spark-submit's and log4j's start-up lines, the JDK's own warnings
+    ("Using incubator modules"), WARN lines of Spark, Hadoop and Delta, and whatever a job logs later. Log4j
+    settings alone cannot do it: the JDK's warning and log4j's "Using Spark's default log4j profile" are
+    printed before any configuration is read. The JVM inherits file descriptors 1 and 2 when PySpark starts
+    it (`launch_gateway`), so they point at the log for that moment only and this process's own output is
+    untouched. Errors of statements still reach Python through Py4J. When the JVM already runs (a session in
+    this process), nothing is started and nothing is redirected."""
+    from pyspark import SparkContext
+
+    if log is None or SparkContext._gateway is not None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        try:
+            yield
+        except Exception as err:
+            raise EngineError(
+                f"the Spark session did not start: {first_line(err)} (the JVM's output: {log})"
+            ) from err
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
 
 
 def command_line_session(warehouse: Path, project: Mapping[str, str], command_line: Mapping[str, str]) -> Any:
@@ -117,19 +162,7 @@ def command_line_session(warehouse: Path, project: Mapping[str, str], command_li
     settings = session_settings(
         ours, warehouse, defaults=defaults, project=project, command_line=command_line
     )
-    session = _start_session("delta-contracts", settings)
-    quiet_expected_errors()
-    return session
-
-
-def quiet_expected_errors() -> None:
-    """PySpark 4 logs every AnalysisException at ERROR, with the JVM's whole stack, as it is raised; the
-    engine raises and handles some on purpose (DESCRIBE of a table that does not exist yet), and reports
-    the others itself, in one line."""
-    import logging
-
-    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return _start_session("delta-contracts", settings, warehouse / "_delta_contracts" / JVM_LOG)
 
 
 # Error conditions (Spark's error classes) that mean "no Delta table by that name"; any other error is real.

@@ -3,7 +3,8 @@
 `python -m tests.engine.delta3_run WAREHOUSE [RECIPE/VERSIONING …]` plans every recipe of `tests/recipes.py`
 × {in_place, versioned} for target delta-3 and executes each on the spark engine as
 `tests/engine/recipe_run.py` does for delta-4 (rows written, phase by phase, pre-checks counted,
-postconditions proven, re-apply skips every op, rows through the contract's name as the contracts say). Prints
+postconditions proven, re-apply skips every op, rows through the contract's name as the contracts say), the
+delta-3 golden `.sql` files held to the ops and run again by hand (`tests/engine/sql_rerun.py`). Prints
 one JSON object: case -> {"status": "ok" | "refused" | "failed", "detail": …}. tests/engine/test_delta3.py
 drives it; this module imports no pytest so the second virtualenv needs only what the package needs.
 """
@@ -31,7 +32,7 @@ def run_case(engine: Any, case: str) -> str:
     from tests.recipes import pair
 
     recipe, versioning = case.split("/")
-    run = execute_case(engine, recipe, versioning, Target.DELTA_3, clone_old=True)
+    run = execute_case(engine, recipe, versioning, Target.DELTA_3, clone_old=True, sql_files=True)
     new = renamed(pair(recipe, versioning)[1], run.schema)
     if sorted(run.served_columns) != sorted(c.name for c in new.columns):
         wanted = [c.name for c in new.columns]

@@ -4,7 +4,8 @@ subprocess runs the cases (one JVM); each case is reported as its own test.
 
 Every recipe × {in_place, versioned} of `tests/recipes.py` runs (`delta3_run.cases()`): rows written, phase
 by phase, pre-checks counted, postconditions proven, re-apply skipping every op, the rows and the column types
-served through the contract's name checked, and the feature an in-place widening adds read off the table. A
+served through the contract's name checked, the feature an in-place widening adds read off the table, and
+each case's delta-3 golden `.sql` file held to the ops it runs and run again by hand, cell by cell. A
 case the planner refuses for delta-3 must be refused the same way in the run.
 """
 

@@ -22,7 +22,7 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_contracts.cli import app
-from tests.engine.conftest import JVM
+from tests.engine.conftest import JVM, JVM_NOISE
 from tests.engine.session_conf import CHILD_SUBMIT_ARGS
 
 pytestmark = pytest.mark.engine
@@ -119,6 +119,9 @@ def test_a_second_process_sees_the_first_ones_tables_and_ctrl_c_is_one_line(proj
     assert lines[-1] == "interrupted", shown
     assert not [line for line in lines if "Traceback" in line or "reentrant" in line], shown
     assert (project / "wh/metastore_db").is_dir(), shown  # the catalog lives with the warehouse
+    # What the JVM prints (spark-submit, log4j, the JDK, Hadoop) is in the warehouse's log, not on stderr.
+    assert not [line for line in lines if JVM_NOISE.search(line)], shown
+    assert "log4j" in (project / "wh/_delta_contracts/spark-driver.log").read_text(encoding="utf-8")
 
     second = subprocess.run(
         [sys.executable, "-c", SECOND_PROCESS],
@@ -129,6 +132,7 @@ def test_a_second_process_sees_the_first_ones_tables_and_ctrl_c_is_one_line(proj
         timeout=900,
     )
     assert second.returncode == 0, second.stderr[-3000:]
+    assert not JVM_NOISE.search(second.stderr), second.stderr[-3000:]
     (apply_code, applied, _), (drift_code, drift, _), (status_code, status, _) = json.loads(second.stdout)
     assert apply_code == 0, applied
     assert (drift_code, drift.splitlines()[-1]) == (0, "catalogcli.events (catalogcli.events): no drift"), (

@@ -340,8 +340,9 @@ class SparkEngine(Engine):
         from pyspark.errors import AnalysisException
 
         try:  # a classic session raises in spark.sql, a Connect one may raise only when rows are fetched
-            frame = self.spark.sql(x.sql(_describe(kind, table, limit)))
-            rows = (frame.selectExpr(*columns) if columns else frame).collect()
+            with errors_expected():
+                frame = self.spark.sql(x.sql(_describe(kind, table, limit)))
+                rows = (frame.selectExpr(*columns) if columns else frame).collect()
         except AnalysisException as err:
             if error_condition(err) in ABSENT_CONDITIONS:
                 return None
@@ -417,7 +418,8 @@ class SparkEngine(Engine):
         from pyspark.errors import AnalysisException
 
         try:
-            rows = self.sql(x.sql(_describe("EXTENDED", view)))
+            with errors_expected():
+                rows = self.sql(x.sql(_describe("EXTENDED", view)))
         except AnalysisException as err:
             if error_condition(err) in ABSENT_CONDITIONS:
                 return None
@@ -437,11 +439,13 @@ class SparkEngine(Engine):
 
         text = self.view_text(view)
         try:
-            fresh = self.spark.sql(text).schema if text else None
+            with errors_expected():
+                fresh = self.spark.sql(text).schema if text else None
         except AnalysisException:
             return True  # its text reads nothing now (a source gone): recreating it would not help
         try:
-            bound = self.spark.table(x.sql(x.table(view))).schema
+            with errors_expected():
+                bound = self.spark.table(x.sql(x.table(view))).schema
         except AnalysisException:
             return False  # Spark 3.5: the stored types no longer up-cast from the source's
         if fresh is None:
@@ -547,6 +551,27 @@ def quiet_query_context_loggers() -> None:
         return
     for name in QUERY_CONTEXT_LOGGERS:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@contextmanager
+def errors_expected() -> Iterator[None]:
+    """Around a statement whose failure the engine expects and handles (a DESCRIBE of a table that may not
+    exist yet): PySpark would log the error with its Java stack the moment it is raised, in the caller's
+    own session too (`read(spark, …)`), so its query-context loggers are off for that statement only."""
+    try:
+        from pyspark.logger import PySparkLogger
+    except ImportError:  # PySpark 3.5 has no such logger
+        yield
+        return
+    loggers = [PySparkLogger.getLogger(name) for name in QUERY_CONTEXT_LOGGERS]
+    disabled = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, was in zip(loggers, disabled, strict=True):
+            logger.disabled = was
 
 
 def interrupt_between_calls(session: Any) -> None:

@@ -219,7 +219,8 @@ class Runner:
                 if wait is None and op.phase not in self.options.phases:
                     wait = f"phase {op.phase.value} not selected (--phase)"
                 forced = None
-                if wait is None and is_contract and op.destructive:
+                # A destructive op waits for its gate, and so does a catch-up that must run right before it.
+                if wait is None and is_contract and (op.destructive or getattr(op, "gate", None)):
                     shut = self._gate(contract, stored, index, op)
                     if shut and self.options.force_reason:
                         forced = self.options.force_reason

@@ -6,7 +6,7 @@ from sqlglot import exp
 
 from delta_contracts.plan import expressions as x
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
-from delta_contracts.plan.ops import PHASES, DropColumns, DropTable, Migration, Op, table_name
+from delta_contracts.plan.ops import PHASES, DropColumns, DropTable, LastCatchUp, Migration, Op, table_name
 from delta_contracts.plan.render import render
 from delta_contracts.target import Target
 
@@ -59,7 +59,7 @@ def render_sql_file(migration: Migration, *, migration_id: str, target: Target) 
             lines.append(f"-- [{number}] {comment_text(op.summary())}{reason}")
             for check in precheck_queries(op):
                 lines.append(f"-- pre-check, must return 0: {comment_text(check)}")
-            if isinstance(op, DropColumns | DropTable):
+            if isinstance(op, DropColumns | DropTable | LastCatchUp):
                 lines.append(f"-- gate: {comment_text(op.gate.describe())}")
             lines.append(render(op) + ";")
     return "\n".join(lines) + "\n"

@@ -43,6 +43,10 @@ ALTER TABLE `payments`.`transactions` ALTER COLUMN `txn_amt_paise` DROP NOT NULL
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='27886d8a5f6fea5c', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
 
 -- === contract: destructive; gated on the deprecation window and zero readers ===
--- [14] drop columns txn_amt_paise (column removed or renamed in the contract)
+-- [14] last catch-up amount_paise = `txn_amt_paise` (rows written to txn_amt_paise only since the cutover)
+-- gate: after P30D since delta_contracts.deprecated.column.txn_amt_paise was set and zero readers of payments.transactions.txn_amt_paise in the last P14D (or --force --reason)
+UPDATE `payments`.`transactions` SET `amount_paise` = `txn_amt_paise` WHERE `amount_paise` IS NULL;
+-- [15] drop columns txn_amt_paise (column removed or renamed in the contract)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE `amount_paise` IS NULL AND NOT (`txn_amt_paise`) IS NULL
 -- gate: after P30D since delta_contracts.deprecated.column.txn_amt_paise was set and zero readers of payments.transactions.txn_amt_paise in the last P14D (or --force --reason)
 ALTER TABLE `payments`.`transactions` DROP COLUMNS (`txn_amt_paise`);

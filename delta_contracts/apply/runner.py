@@ -57,6 +57,7 @@ class OpReport:
     prechecks: tuple[str, ...] = ()
     gate: str = ""  # what opens it
     reasons: tuple[str, ...] = ()  # why it is held or waiting
+    retries: int = 0  # commits run again after another writer's commit won the race (engine.retry)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -75,6 +76,7 @@ class OpReport:
             "prechecks": list(self.prechecks),
             "gate": self.gate,
             "reasons": list(self.reasons),
+            "retries": self.retries,
         }
 
 
@@ -368,6 +370,7 @@ class Runner:
         self._emit(TableRun(contract), self._report(contract, stored, index, op, OpStatus.RUNNING))
         self._boundary(f"{name} started")
         tag = _tag(contract, stored, index, op, forced)
+        retried_before = self.engine.retried
         try:
             table = table_name(op.table)
             reads = Reads()  # the skip check and the pre-check read the table once (the lease is held)
@@ -384,6 +387,7 @@ class Runner:
                 status = lg.Status.FORCED if forced else lg.Status.SUCCEEDED
         except (EngineError, PreconditionFailed) as err:
             message = str(err) or type(err).__name__
+            retries = self.engine.retried - retried_before
             self._record(
                 self._entry(
                     contract,
@@ -398,7 +402,11 @@ class Runner:
                     error=message,
                 )
             )
-            return self._report(contract, stored, index, op, OpStatus.FAILED, detail=message)
+            return self._report(contract, stored, index, op, OpStatus.FAILED, detail=message, retries=retries)
+        retries = self.engine.retried - retried_before
+        if retries:
+            detail = f"{detail}; " if detail else ""
+            detail += f"{retries} commit(s) retried after another writer's won"
         self._boundary(f"{name} ran")
         self._record(
             self._entry(
@@ -429,6 +437,7 @@ class Runner:
             version=version,
             detail=detail,
             table=table,
+            retries=retries,
         )
 
     def _execute(

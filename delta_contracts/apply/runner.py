@@ -211,7 +211,10 @@ class Runner:
                 raise ApplyRefused(f"{stored.json_path}: {err}") from None
             early_pending = False
             for index, op in enumerate(ops, start=1):
-                if index in done:
+                # A catch-up that must run right before a later op runs again while that op has not
+                # finished: rows it must catch may have come since it ran (its postcondition says).
+                rerun = op.checked_again and any(i not in done for i in range(index + 1, len(ops) + 1))
+                if index in done and not rerun:
                     self._emit(run, self._report(contract, stored, index, op, OpStatus.DONE))
                     continue
                 is_contract = op.phase is Phase.CONTRACT

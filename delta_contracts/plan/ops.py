@@ -109,6 +109,9 @@ class Gate:
 class Op:
     kind: ClassVar[str] = "op"
     destructive: ClassVar[bool] = False
+    # Run again (its postcondition checked) by every apply until the ops after it in its migration finished,
+    # though the ledger says it finished: what it catches may arrive after it ran.
+    checked_again: ClassVar[bool] = False
     table: TableId
     phase: Phase
     reason: str = ""
@@ -415,6 +418,7 @@ class LastCatchUp(Backfill):
     the same run as the drop, not in an earlier one that left the drop held."""
 
     kind: ClassVar[str] = "last_catch_up"
+    checked_again: ClassVar[bool] = True
     gate: Gate
 
     def summary(self) -> str:

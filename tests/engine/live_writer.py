@@ -104,9 +104,12 @@ def stamped(session: Any, spec: dict[str, Any]) -> bool:
     return properties.get("delta_contracts.version") == str(spec["stamp_version"])
 
 
-def writer_main(spec: dict[str, Any], output: str, ready: Any, stop: Any, commits: Any) -> None:
-    """The forked child's body: writes until `stop` is set; `ready` is set after its first commit and
-    `commits` counts them. Exits 0, or 1 when it could not write for MAX_FAILURES attempts in a row."""
+def writer_main(
+    spec: dict[str, Any], output: str, ready: Any, stop: Any, started: Any, finished: Any
+) -> None:
+    """The forked child's body: writes until `stop` is set; `ready` is set after its first commit; `started`
+    and `finished` count its attempts (a stamp check and a write, committed or not) as they start and end.
+    Exits 0, or 1 when it could not write for MAX_FAILURES attempts in a row."""
     sys.stdout.flush()
     fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(fd, 1)
@@ -117,6 +120,8 @@ def writer_main(spec: dict[str, Any], output: str, ready: Any, stop: Any, commit
     previous: list[dict[str, Any]] = []
     with open(spec["log"], "a", encoding="utf-8") as log:
         while not stop.is_set():
+            with started.get_lock():
+                started.value += 1
             switched = switched or stamped(session, spec)
             table = spec["switch_to"] if switched else spec["table"]
             columns = spec["new_columns"] if switched else spec["old_columns"]
@@ -128,6 +133,8 @@ def writer_main(spec: dict[str, Any], output: str, ready: Any, stop: Any, commit
             try:
                 session.sql(statement).collect()
             except Exception as err:  # not committed: check the stamp again and retry
+                with finished.get_lock():
+                    finished.value += 1
                 failures += 1
                 failed_total += 1
                 print(f"write failed ({'new' if switched else 'old'}): {str(err).splitlines()[0][:200]}")
@@ -142,8 +149,8 @@ def writer_main(spec: dict[str, Any], output: str, ready: Any, stop: Any, commit
             log.flush()
             previous = fresh
             n += ROWS_PER_COMMIT
-            with commits.get_lock():
-                commits.value += 1
+            with finished.get_lock():
+                finished.value += 1
             ready.set()
     print(f"committed {n} rows, {failed_total} failed writes retried, switched={switched}")
     sys.stdout.flush()

@@ -84,4 +84,6 @@ def test_a_stream_survives_an_in_place_rename_and_drop(spark_engine: Engine, tmp
     assert stops, "the stream met the drop without stopping: nothing was tested"
 
     error = drain(spark, table, untracked / "checkpoint", untracked / "sink", tracking=False)
-    assert error is not None and "schemaTrackingLocation" in error.replace("schema tracking location", ""), error
+    assert error is not None and "schemaTrackingLocation" in error.replace("schema tracking location", ""), (
+        error
+    )

@@ -234,6 +234,8 @@ class Engine(ABC):
         try:
             outcome = self.run(op, tag=tag)
         except EngineError as err:
+            if getattr(err, "committed_nothing", False):
+                raise  # a commit that lost to another writer's: the version moved, but not by this op
             after = self.table_version(op.table)
             if after is not None and after != before:
                 raise PartialOp(op, after, f"the op failed: {err}") from err

@@ -98,6 +98,8 @@ class CommitConflict(EngineError):
     """An op's commit lost to another writer's and was not (or no longer) retried; nothing of it was
     committed. The message is one line and says what to do."""
 
+    committed_nothing = True  # Delta aborted the transaction: the table's new versions are the others'
+
     def __init__(self, what: str, conflict: str, attempts: int, retried: bool) -> None:
         self.conflict, self.attempts = conflict, attempts
         if retried:

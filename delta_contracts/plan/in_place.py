@@ -95,8 +95,10 @@ def plan_in_place(
     if going:
         ctx.enable(COLUMN_MAPPING, "DROP COLUMN needs column mapping")
         b.warn(
-            f"{table_name(t)}: streaming readers of a column-mapped table need schemaTrackingLocation to "
-            "survive the drop"
+            f"{table_name(t)}: streaming readers of a column-mapped table continue past the drop only with "
+            "the reader option schemaTrackingLocation (under their checkpoint) and, on their session, "
+            "spark.databricks.delta.streaming.allowSourceColumnDrop=true (allowSourceColumnRenameAndDrop for "
+            "a rename by Delta); restart them after each schema change"
         )
     _table_layout(ctx, old, new)
     widened = {
@@ -306,6 +308,10 @@ def _cost_warnings(ctx: _Context) -> None:
     if any(isinstance(op, Backfill) for op in ops):
         ctx.b.warn(
             f"{table_name(ctx.t)}: backfill UPDATEs rewrite every file holding a touched row: O(table)"
+        )
+        ctx.b.warn(
+            f"{table_name(ctx.t)}: streaming readers need the reader option skipChangeCommits=true: a Delta "
+            "stream refuses the rows the backfill UPDATEs rewrite"
         )
 
 

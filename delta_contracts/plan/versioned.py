@@ -110,6 +110,10 @@ def plan_versioned(
             f"{table_name(alias)}: after cutover producers must write to {table_name(new_physical)}, "
             f"not to {table_name(old_physical)}"
         )
+    b.warn(
+        f"{table_name(alias)}: a streaming reader reads a table, not the view: after cutover start it anew "
+        f"on {table_name(new_physical)} (a new checkpoint)"
+    )
     if not alter:
         b.warn(
             f"{table_name(alias)}: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant"

@@ -5,6 +5,7 @@
 --   - payments.transactions__v3: the cutover catch-up copies the whole table again (INSERT OVERWRITE): the contract declares no unique key (`quality.unique`) to merge on and no partitioning (`table.partitioned_by`) to compare partitions by, and payments.transactions records no change data feed (delta.enableChangeDataFeed)
 --   - payments.transactions: between the rename and the view swap the name is briefly missing
 --   - payments.transactions: after cutover the name is a view: producers must write to payments.transactions__v3; writes to payments.transactions fail, it is no table any more
+--   - payments.transactions: a streaming reader reads a table, not the view: after cutover start it anew on payments.transactions__v3 (a new checkpoint)
 --   - payments.transactions: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant
 -- notes:
 --   - versioned table payments.transactions__v3: partitioning changes rewrite the table

@@ -4,6 +4,7 @@
 -- warnings:
 --   - payments.transactions__v3: the cutover catch-up copies the whole table again (INSERT OVERWRITE): the contract declares no unique key (`quality.unique`) to merge on and no partitioning (`table.partitioned_by`) to compare partitions by, and payments.transactions__v2 records no change data feed (delta.enableChangeDataFeed)
 --   - payments.transactions: after cutover producers must write to payments.transactions__v3, not to payments.transactions__v2
+--   - payments.transactions: a streaming reader reads a table, not the view: after cutover start it anew on payments.transactions__v3 (a new checkpoint)
 -- notes:
 --   - versioned table payments.transactions__v3: partitioning changes rewrite the table
 --   - payments.transactions__v2 becomes a compatibility view in the 2.4.0 shape after the drop

@@ -4,6 +4,7 @@
 -- warnings:
 --   - payments.transactions: between the rename and the view swap the name is briefly missing
 --   - payments.transactions: after cutover the name is a view: producers must write to payments.transactions__v3; writes to payments.transactions fail, it is no table any more
+--   - payments.transactions: a streaming reader reads a table, not the view: after cutover start it anew on payments.transactions__v3 (a new checkpoint)
 --   - payments.transactions: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant
 -- notes:
 --   - versioned table payments.transactions__v3: txn_amt_paise: bigint -> int is not a type widening Delta 4.x allows in place

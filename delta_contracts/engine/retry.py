@@ -119,7 +119,7 @@ class CommitConflict(EngineError):
 
 @dataclass(frozen=True)
 class Backoff:
-    attempts: int = 8  # tries in all, the first included
+    attempts: int = 10  # tries in all, the first included
     first_pause: float = 0.2  # seconds; doubled after every conflict
     longest_pause: float = 5.0
 

@@ -97,8 +97,8 @@ def plan_in_place(
         b.warn(
             f"{table_name(t)}: streaming readers of a column-mapped table continue past the drop only with "
             "the reader option schemaTrackingLocation (under their checkpoint) and, on their session, "
-            "spark.databricks.delta.streaming.allowSourceColumnDrop=always (allowSourceColumnRenameAndDrop for "
-            "a rename by Delta); restart them after each schema change"
+            "spark.databricks.delta.streaming.allowSourceColumnDrop=always (allowSourceColumnRenameAndDrop "
+            "for a rename by Delta); restart them after each schema change"
         )
     _table_layout(ctx, old, new)
     widened = {

@@ -28,6 +28,10 @@ from sqlglot import exp
 from delta_contracts.plan import expressions as x
 
 ROWS_PER_COMMIT = 2
+# A producer's cadence, as a micro-batch job's: Delta OSS checks every UPDATE, MERGE or ADD CONSTRAINT
+# against the appends committed while it ran (Serializable, the only isolation level it supports), so a
+# statement of `apply` commits only between two appends to the partitions it reads (docs/migrations.md).
+CADENCE_SECONDS = 2.0
 MAX_FAILURES = 400  # in a row: a writer that can never write again fails the test
 
 
@@ -144,6 +148,7 @@ def writer_main(
                     os._exit(1)
                 continue
             failures = 0
+            stop.wait(CADENCE_SECONDS)  # the next micro-batch (a failed write is retried at once)
             for committed in fresh:
                 log.write(json.dumps(committed, default=str) + "\n")
             log.flush()

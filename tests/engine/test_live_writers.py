@@ -107,10 +107,21 @@ def run_live(
     for name, _, ready, _, _ in writers:
         assert ready.wait(PER_OP_TIMEOUT), f"{name} never committed: {(tmp_path / f'{name}.out').read_text()}"
 
+    ops = {
+        f"{s.migration_id} op {i} started": op
+        for s in load_history(root / old.id)
+        for i, op in enumerate(s.migration.ops, 1)
+    }
+    watched = {"catch_up_rows", "copy_rows", "last_catch_up", "drop_columns", "drop_table", "rename_table"}
+    phases = [op.phase for op in ops.values()]
+    firsts = {name for k, (name, op) in enumerate(ops.items()) if k == 0 or phases[k - 1] != op.phase}
+
     def one_more_attempt_each(boundary: str) -> None:
-        """At the start of every op: wait until every writer has made a whole attempt (checked the stamp,
-        written, committed or not) that began after the op before had ended."""
-        if not boundary.endswith(" started"):
+        """At the start of each phase and of each op that moves rows or closes a table: wait until every
+        writer has made a whole attempt (checked the stamp, written, committed or not) that began after the
+        op before had ended."""
+        op = ops.get(boundary)
+        if op is None or (boundary not in firsts and op.kind not in watched):
             return
         for name, process, _, (started, finished), _ in writers:
             begun = started.value

@@ -13,6 +13,7 @@ logged as committed is read back through the contract's name: counted and checks
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,16 @@ from tests.engine.live_writer import writer_main
 from tests.engine.recipe_run import ROWS, checksum, create_schema, renamed, write_rows
 from tests.recipes import pair
 
-pytestmark = [pytest.mark.engine, JVM]
+pytestmark = [
+    pytest.mark.engine,
+    JVM,
+    # Opt-in until it has been timed on an idle machine: on a loaded one (load average 20 on 2 cores) a
+    # case took about ten minutes, and apply's UPDATE could not commit between the producer's appends.
+    pytest.mark.skipif(
+        os.environ.get("DELTA_CONTRACTS_LIVE_WRITERS") != "1",
+        reason="set DELTA_CONTRACTS_LIVE_WRITERS=1 to run the live-writer tests (minutes; see the docstring)",
+    ),
+]
 
 ROLES = {  # every column of the recipe contracts -> the writer's field it holds
     "txn_id": "txn_id",

@@ -16,6 +16,7 @@ from delta_contracts.plan.ops import (
     DropColumns,
     DropNotNull,
     DropTable,
+    LastCatchUp,
     MarkDeprecated,
     Op,
     Phase,
@@ -134,8 +135,9 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
     assert not any(isinstance(op, DropCheck) for op in expand)  # old rules keep guarding until cutover
     assert any(isinstance(op, AddColumn) and op.column.name == "amount_paise" for op in expand)
     fills = [op for op in ops if isinstance(op, Backfill)]
-    assert [f.phase for f in fills] == [Phase.POPULATE, Phase.CUTOVER]
-    assert fills[0].expression == "`txn_amt_paise`"
+    # populate, the cutover's catch-up, and the contract phase's last catch-up right before the drop
+    assert [f.phase for f in fills] == [Phase.POPULATE, Phase.CUTOVER, Phase.CONTRACT]
+    assert {f.expression for f in fills} == {"`txn_amt_paise`"}
     cutover = [op for op in ops if op.phase is Phase.CUTOVER]
     readded = {op.name: op.expression for op in cutover if isinstance(op, AddCheck)}
     assert readded["amount_positive_when_ok"] == "`status` <> 'OK' OR `amount_paise` > 0"
@@ -154,11 +156,15 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
         ("drop_not_null", "txn_amt_paise"),
     ]
     contract = [op for op in ops if op.phase is Phase.CONTRACT]
-    assert [op.kind for op in contract] == ["drop_columns"]
-    drop = contract[-1]
+    assert [op.kind for op in contract] == ["last_catch_up", "drop_columns"]
+    last, drop = contract
     assert isinstance(drop, DropColumns) and drop.columns == ("txn_amt_paise",)
     assert drop.gate.objects == ("payments.transactions.txn_amt_paise",)
     assert drop.gate.deprecation_window == "P30D"
+    # the last catch-up waits for the drop's gate, so it runs in the same run as the drop
+    assert isinstance(last, LastCatchUp) and last.gate == drop.gate and last.column == "amount_paise"
+    # and the drop refuses rows whose value is still only in the old column
+    assert drop.copies == (("amount_paise", "`txn_amt_paise`"),)
 
 
 def test_drop_only_in_contract_phase_with_gate() -> None:
@@ -317,8 +323,21 @@ def test_every_migration_ends_with_a_stamp_before_contract() -> None:
         except PlanError:
             continue
         cutover = migration.phase(Phase.CUTOVER)
-        assert isinstance(cutover[-1], StampContract), recipe
-        assert dict(cutover[-1].properties)["delta_contracts.version"] == new.version
+        stamps = [i for i, op in enumerate(cutover) if isinstance(op, StampContract)]
+        assert len(stamps) == 1, recipe
+        stamp = cutover[stamps[0]]
+        assert isinstance(stamp, StampContract)
+        assert dict(stamp.properties)["delta_contracts.version"] == new.version
+        # In place the stamp comes last. A versioned cutover stamps the new table once it caught up, so that
+        # producers switch, then closes the old table to them and fences (docs/migrations.md).
+        after = [op.kind for op in cutover[stamps[0] + 1 :]]
+        if migration.strategy == "in_place":
+            assert after == [], recipe
+        else:
+            assert after in (
+                ["create_view", "mark_deprecated", "catch_up_rows"],
+                ["rename_table", "create_view", "mark_deprecated", "catch_up_rows"],
+            ), recipe
 
 
 def test_planning_is_deterministic() -> None:

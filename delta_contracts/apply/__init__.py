@@ -43,6 +43,11 @@ class ApplyResult:
         return [r for run in self.runs for r in run.held]
 
     @property
+    def retries(self) -> int:
+        """Commits run again after another writer's commit won the race."""
+        return sum(r.retries for r in self.reports)
+
+    @property
     def failure(self) -> OpReport | None:
         return next((run.failure for run in self.runs if run.failure is not None), None)
 

@@ -64,6 +64,7 @@ class OpReport:
     prechecks: tuple[str, ...] = ()
     gate: str = ""  # what opens it
     reasons: tuple[str, ...] = ()  # why it is held or waiting
+    retries: int = 0  # commits run again after another writer's commit won the race (engine.retry)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -82,6 +83,7 @@ class OpReport:
             "prechecks": list(self.prechecks),
             "gate": self.gate,
             "reasons": list(self.reasons),
+            "retries": self.retries,
         }
 
 
@@ -262,7 +264,10 @@ class Runner:
                 raise ApplyRefused(f"{stored.json_path}: {err}") from None
             early_pending = False
             for index, op in enumerate(ops, start=1):
-                if index in done:
+                # A catch-up that must run right before a later op runs again while that op has not
+                # finished: rows it must catch may have come since it ran (its postcondition says).
+                rerun = op.checked_again and any(i not in done for i in range(index + 1, len(ops) + 1))
+                if index in done and not rerun:
                     self._emit(run, self._report(contract, stored, index, op, OpStatus.DONE))
                     continue
                 is_contract = op.phase is Phase.CONTRACT
@@ -272,7 +277,8 @@ class Runner:
                 if wait is None and op.phase not in self.options.phases:
                     wait = f"phase {op.phase.value} not selected (--phase)"
                 forced = None
-                if wait is None and is_contract and op.destructive:
+                # A destructive op waits for its gate, and so does a catch-up that must run right before it.
+                if wait is None and is_contract and (op.destructive or getattr(op, "gate", None)):
                     shut = self._gate(contract, stored, index, op)
                     if shut and self.options.force_reason:
                         forced = self.options.force_reason
@@ -436,6 +442,7 @@ class Runner:
         self._emit(TableRun(contract), self._report(contract, stored, index, op, OpStatus.RUNNING))
         self._boundary(f"{name} started")
         tag = _tag(contract, stored, index, op, forced)
+        retried_before = self.engine.retried
         try:
             table = table_name(op.table)
             reads = Reads()  # the skip check and the pre-check read the table once (the lease is held)
@@ -452,6 +459,7 @@ class Runner:
                 status = lg.Status.FORCED if forced else lg.Status.SUCCEEDED
         except (EngineError, PreconditionFailed) as err:
             message = str(err) or type(err).__name__
+            retries = self.engine.retried - retried_before
             self._record(
                 self._entry(
                     contract,
@@ -466,7 +474,11 @@ class Runner:
                     error=message,
                 )
             )
-            return self._report(contract, stored, index, op, OpStatus.FAILED, detail=message)
+            return self._report(contract, stored, index, op, OpStatus.FAILED, detail=message, retries=retries)
+        retries = self.engine.retried - retried_before
+        if retries:
+            detail = f"{detail}; " if detail else ""
+            detail += f"{retries} commit(s) retried after another writer's won"
         self._boundary(f"{name} ran")
         self._record(
             self._entry(
@@ -497,6 +509,7 @@ class Runner:
             version=version,
             detail=detail,
             table=table,
+            retries=retries,
         )
 
     def _execute(

@@ -236,6 +236,7 @@ def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None
     if fmt is OutputFormat.JSON:
         payload = {
             "exit_code": result.exit_code,
+            "retries": result.retries,
             "ops": [r.to_json() for r in result.reports],
             "waiting": [r.to_json() for r in result.waiting],
             "refused": [{"contract": c, "error": e} for c, e in result.refused],
@@ -277,7 +278,10 @@ def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None
         print(f"  opens {waiting.gate}")
     ran = [r for r in result.reports if r.status.value in {"succeeded", "forced"}]
     if not dry_run:
-        print(f"{len(ran)} op(s) ran, {len(result.waiting)} waiting at gates")
+        retried = (
+            f", {result.retries} commit(s) retried after a concurrent writer's" if result.retries else ""
+        )
+        print(f"{len(ran)} op(s) ran, {len(result.waiting)} waiting at gates{retried}")
 
 
 HistoryIds = Annotated[list[str] | None, typer.Argument(help="Contract/table ids (default: all).")]

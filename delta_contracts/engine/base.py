@@ -76,6 +76,11 @@ class Engine(ABC):
     name: str = "engine"
     # `<warehouse>/_delta_contracts`: the apply ledger, leases and the telemetry logs live here.
     state_dir: Path
+    # Commits retried after another writer's commit won the race (`engine.retry`), since the engine opened.
+    retried: int = 0
+
+    def count_retry(self, conflict: str) -> None:
+        self.retried += 1
 
     @abstractmethod
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
@@ -229,6 +234,8 @@ class Engine(ABC):
         try:
             outcome = self.run(op, tag=tag)
         except EngineError as err:
+            if getattr(err, "committed_nothing", False):
+                raise  # a commit that lost to another writer's: the version moved, but not by this op
             after = self.table_version(op.table)
             if after is not None and after != before:
                 raise PartialOp(op, after, f"the op failed: {err}") from err

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.contract.errors import first_line
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
+from delta_contracts.engine.retry import one_line, retrying
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
@@ -138,7 +138,7 @@ def jvm_output_to(log: Path | None) -> Iterator[None]:
             yield
         except Exception as err:
             raise EngineError(
-                f"the Spark session did not start: {first_line(err)} (the JVM's output: {log})"
+                f"the Spark session did not start: {one_line(err)} (the JVM's output: {log})"
             ) from err
     finally:
         os.dup2(saved[0], 1)
@@ -183,6 +183,25 @@ HISTORY_COLUMNS = (
     "userMetadata",
     "engineInfo",
 )
+
+
+def spark_statement_errors() -> tuple[type[BaseException], ...]:
+    """What a statement run on a session may raise for a reason of its own: PySpark's errors (classic and
+    Connect), and on a classic session py4j's `Py4JJavaError`, which is what PySpark leaves of a JVM exception
+    it does not convert (Delta's commit conflicts among them)."""
+    from pyspark.errors import PySparkException
+
+    try:
+        from py4j.protocol import Py4JJavaError
+    except ImportError:  # a Connect-only client has no py4j
+        return (PySparkException,)
+    return (PySparkException, Py4JJavaError)
+
+
+def retried_on_conflict(op: Op) -> bool:
+    """Whether an op that lost a commit race is run again at once (`engine.retry`): not a destructive one,
+    whose pre-check must count again first, nor a catalog change (a rename, a view, a new table)."""
+    return not (op.destructive or isinstance(op, RenameTable | CreateView | CreateTable))
 
 
 def spark_errors() -> tuple[type[BaseException], ...]:
@@ -257,13 +276,13 @@ class SparkEngine(Engine):
         return CatalogStateTable(self.spark, self.ledger)
 
     def run_statement(self, statement: str, *, tag: str | None = None) -> None:
-        from pyspark.errors import PySparkException
-
+        """One batch of a backfill or copy: retried after a commit conflict (a batch that lost commits
+        nothing, and means the same on the newer table)."""
         try:
             with self._statement_settings(tag):
-                self.sql(statement)
-        except PySparkException as err:
-            raise EngineError(first_line(err)) from err
+                retrying(lambda: self.sql(statement), what="a batch", retry=True, on_retry=self.count_retry)
+        except spark_statement_errors() as err:
+            raise EngineError(one_line(err)) from err
 
     @contextmanager
     def _statement_settings(self, tag: str | None) -> Iterator[None]:
@@ -304,25 +323,32 @@ class SparkEngine(Engine):
         return self._databricks
 
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
-        from pyspark.errors import PySparkException
-
         reason = self.unsupported_reason(op)
         if reason is not None:
             raise EngineError(
                 f"{op.summary()} on {'.'.join(op.table)}: the {self.name} engine cannot: {reason}"
             )
+        where = f"{op.summary()} on {'.'.join(op.table)}"
         try:
             with self._statement_settings(tag):
                 if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
                     self.sql(x.sql(exp_create_schema(op.table[:-1])))
-                statement = self._statement(op)
-                if statement is not None:
-                    self.sql(statement)
-        except PySparkException as err:
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
+                retrying(
+                    lambda: self._execute(op),
+                    what=where,
+                    retry=retried_on_conflict(op),
+                    on_retry=self.count_retry,
+                )
+        except spark_statement_errors() as err:
+            raise EngineError(f"{where}: {one_line(err)}") from err
         target = op.new_name if isinstance(op, RenameTable) else op.table
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
         return OpOutcome(op.kind, ".".join(target), version, "sql")
+
+    def _execute(self, op: Op) -> None:
+        statement = self._statement(op)  # made again for each attempt: a change-feed start moves on
+        if statement is not None:
+            self.sql(statement)
 
     def _statement(self, op: Op) -> str | None:
         """The op's SQL; a change-feed catch-up gets the source version to read changes from bound here (and

@@ -65,6 +65,7 @@ class CatchUpStrategy(StrEnum):
     CHANGE_FEED = "change_feed"
     MERGE_ON_KEY = "merge_on_key"
     PARTITIONS = "partitions"
+    INSERT_MISSING = "insert_missing"  # the cutover's fence (`fence_catch_up`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,7 +89,7 @@ class CatchUpRows(Op):
 
     def precondition(self) -> Condition:
         copied = copy_precondition(self.source, self.table, self.rejects)
-        if not self.key:
+        if not self.key or self.strategy is CatchUpStrategy.INSERT_MISSING:
             return copied
         # The source's duplicates are in `rejects` (as for the copy); the new table may have got some since.
         parts = copied.conditions if isinstance(copied, AllOf) else (copied,)
@@ -100,6 +101,10 @@ class CatchUpRows(Op):
         return AllOf((TableExists(self.source), TableExists(self.table)))
 
     def summary(self) -> str:
+        if self.strategy is CatchUpStrategy.INSERT_MISSING:
+            by = f"by {', '.join(self.key)}" if self.key else "by whole rows"
+            source, target = table_name(self.source), table_name(self.table)
+            return f"fence: copy the rows of {source} that {target} lacks ({by})"
         if self.strategy is CatchUpStrategy.PARTITIONS:
             return (
                 f"catch up rows {table_name(self.source)} -> {table_name(self.table)} "
@@ -264,6 +269,8 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
     placeholder when None (the migration file shows it so; the engine binds it)."""
     if op.strategy is CatchUpStrategy.PARTITIONS:
         return _partition_merge(op)
+    if op.strategy is CatchUpStrategy.INSERT_MISSING:
+        return _insert_missing(op)
     columns = [name for name, _ in op.mapping]
     keys = {k.casefold() for k in op.key}
     if op.strategy is CatchUpStrategy.CHANGE_FEED:
@@ -352,6 +359,81 @@ def _latest_changes(op: CatchUpRows, start_version: int | None) -> exp.Select:
         .from_(exp.Subquery(this=shaped, alias=_alias("changes")))
         .where(exp.EQ(this=x.column(CHANGE_RANK), expression=exp.Literal.number(1)))
     )
+
+
+def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows:
+    """The last catch-up of a versioned cutover, from the old table (`source`: by now renamed, or marked
+    deprecated), after the new table was stamped: it copies the old rows the new table lacks and writes
+    nothing else, so rows producers already write to the new table are never deleted or overwritten (the
+    strategies of the first catch-up would: they make the new table equal to the old one)."""
+    key = (
+        bulk.key if isinstance(bulk, CatchUpRows) and bulk.strategy is not CatchUpStrategy.PARTITIONS else ()
+    )
+    return CatchUpRows(
+        table=bulk.table,
+        phase=Phase.CUTOVER,
+        source=source,
+        mapping=bulk.mapping,
+        key=key,
+        strategy=CatchUpStrategy.INSERT_MISSING,
+        rejects=bulk.rejects,
+        reason="fence: rows committed to the old table until it was closed to writers",
+    )
+
+
+def _insert_missing(op: CatchUpRows) -> exp.Merge:
+    """MERGE the converted old rows the new table lacks: by key (new keys inserted, existing keys left as they
+    are), or without a key every old row beyond the count of its equal rows in the new table (EXCEPT ALL)."""
+    columns = [name for name, _ in op.mapping]
+    rows: exp.Query = _converted_rows(op)
+    on: exp.Expr = exp.false()
+    if op.key:
+        on = exp.and_(*(exp.EQ(this=_col(TARGET, k), expression=_col(SOURCE, k)) for k in op.key))
+    else:
+        current = exp.Select(expressions=[x.column(c) for c in columns]).from_(x.table(op.table))
+        rows = exp.Except(this=rows, expression=current, distinct=False)
+    insert = exp.Insert(
+        this=exp.Tuple(expressions=[x.column(c) for c in columns]),
+        expression=exp.Tuple(expressions=[_col(SOURCE, c) for c in columns]),
+    )
+    target = x.table(op.table)
+    target.set("alias", _alias(TARGET))
+    return exp.Merge(
+        this=target,
+        using=exp.Subquery(this=rows, alias=_alias(SOURCE)),
+        on=on,
+        whens=exp.Whens(expressions=[exp.When(matched=False, source=False, then=insert)]),
+    )
+
+
+def left_behind(
+    source: TableId, target: TableId, mapping: Sequence[tuple[str, str]], key: Sequence[str]
+) -> str:
+    """Rows of `source` (an old version's table) with no row in `target` (the new one): by key when there is
+    one, else by every column, compared NULL-safely on the old rows converted as the copy converts them. A
+    predicate over `source`, whose columns it names qualified by the table's name."""
+    outer = source[-1]
+
+    def qualified(text: str) -> exp.Expr:
+        tree = x.parse(text)
+        for node in list(tree.find_all(exp.Column)):
+            if not node.table:
+                node.set("table", x.ident(outer))
+        return tree
+
+    values = dict(mapping)
+    compared = list(key) if key else [name for name, _ in mapping]
+    inner = "n"
+    match = exp.and_(
+        *(
+            exp.NullSafeEQ(this=_col(inner, c), expression=exp.Paren(this=qualified(values[c])))
+            for c in compared
+        )
+    )
+    searched = x.table(target)
+    searched.set("alias", _alias(inner))
+    found = exp.select(exp.Literal.number(1)).from_(searched).where(match)
+    return x.sql(exp.Not(this=exp.Exists(this=found)))
 
 
 def _partition_merge(op: CatchUpRows) -> exp.Merge:

@@ -33,6 +33,7 @@ from delta_contracts.plan.ops import (
     DropColumnDefault,
     DropColumns,
     DropNotNull,
+    LastCatchUp,
     MarkDeprecated,
     Migration,
     Op,
@@ -94,8 +95,10 @@ def plan_in_place(
     if going:
         ctx.enable(COLUMN_MAPPING, "DROP COLUMN needs column mapping")
         b.warn(
-            f"{table_name(t)}: streaming readers of a column-mapped table need schemaTrackingLocation to "
-            "survive the drop"
+            f"{table_name(t)}: streaming readers of a column-mapped table continue past the drop only with "
+            "the reader option schemaTrackingLocation (under their checkpoint) and, on their session, "
+            "spark.databricks.delta.streaming.allowSourceColumnDrop=always (allowSourceColumnRenameAndDrop "
+            "for a rename by Delta); restart them after each schema change"
         )
     _table_layout(ctx, old, new)
     widened = {
@@ -115,7 +118,11 @@ def plan_in_place(
     for op in relax:
         b.add(op)
     b.add(stamp_op(t, new))
-    _contract_phase(ctx, new, going)
+    copies = {
+        before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
+        for before, after in pairing.renamed
+    }
+    _contract_phase(ctx, new, going, copies)
     if t != new.table_parts:
         _repoint_alias(b, new, t, [c.name for c in going], target)
     _cost_warnings(ctx)
@@ -259,16 +266,34 @@ def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[
     ctx.props.update(mark.properties)
 
 
-def _contract_phase(ctx: _Context, new: Contract, going: list[Column]) -> None:
-    if not going:
-        return
-    for column in going:  # one drop per column: each waits for its own mark's window
+def _contract_phase(
+    ctx: _Context, new: Contract, going: list[Column], copies: Mapping[str, tuple[str, str]]
+) -> None:
+    """One drop per column, each waiting for its own mark's window. A renamed column's drop comes after a
+    last catch-up under the same gate: an old producer may still write only the old column after the
+    cutover, and the drop would lose those values; the drop itself refuses, with the count, any such row
+    written between the two."""
+    for column in going:
+        gate = gate_for(new, [f"{new.id}.{column.name}"], column_mark_key(column.name))
+        copy = copies.get(column.name.casefold())
+        if copy is not None:
+            ctx.b.add(
+                LastCatchUp(
+                    table=ctx.t,
+                    phase=Phase.CONTRACT,
+                    column=copy[0],
+                    expression=copy[1],
+                    gate=gate,
+                    reason=f"rows written to {column.name} only since the cutover",
+                )
+            )
         ctx.b.add(
             DropColumns(
                 table=ctx.t,
                 phase=Phase.CONTRACT,
                 columns=(column.name,),
-                gate=gate_for(new, [f"{new.id}.{column.name}"], column_mark_key(column.name)),
+                gate=gate,
+                copies=(copy,) if copy is not None else (),
                 reason="column removed or renamed in the contract",
             )
         )
@@ -283,6 +308,10 @@ def _cost_warnings(ctx: _Context) -> None:
     if any(isinstance(op, Backfill) for op in ops):
         ctx.b.warn(
             f"{table_name(ctx.t)}: backfill UPDATEs rewrite every file holding a touched row: O(table)"
+        )
+        ctx.b.warn(
+            f"{table_name(ctx.t)}: streaming readers need the reader option skipChangeCommits=true: a Delta "
+            "stream refuses the rows the backfill UPDATEs rewrite"
         )
 
 

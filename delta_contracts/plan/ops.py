@@ -109,6 +109,9 @@ class Gate:
 class Op:
     kind: ClassVar[str] = "op"
     destructive: ClassVar[bool] = False
+    # Run again (its postcondition checked) by every apply until the ops after it in its migration finished,
+    # though the ledger says it finished: what it catches may arrive after it ran.
+    checked_again: ClassVar[bool] = False
     table: TableId
     phase: Phase
     reason: str = ""
@@ -409,6 +412,20 @@ class Backfill(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LastCatchUp(Backfill):
+    """The contract phase's last copy of a renamed column, right before the old one is dropped: rows an old
+    producer wrote after the cutover carry only the old column. Held by the drop's gate, so that it runs in
+    the same run as the drop, not in an earlier one that left the drop held."""
+
+    kind: ClassVar[str] = "last_catch_up"
+    checked_again: ClassVar[bool] = True
+    gate: Gate
+
+    def summary(self) -> str:
+        return f"last catch-up {self.column} = {self.expression}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CopyRows(Op):
     """INSERT OVERWRITE target SELECT …: rerunnable, so a crashed copy is simply repeated."""
 
@@ -489,9 +506,19 @@ class DropColumns(Op):
     destructive: ClassVar[bool] = True
     columns: tuple[str, ...]
     gate: Gate
+    # (new column, expression over a dropped one) for a renamed column: a row where the new column is NULL
+    # and the expression is not would lose its value, so the drop refuses while any is left.
+    copies: tuple[tuple[str, str], ...] = ()
 
     def postcondition(self) -> Condition:
         return AllOf(tuple(ColumnAbsent(self.table, c) for c in self.columns))
+
+    def precondition(self) -> Condition | None:
+        from delta_contracts.plan.expressions import backfill_pending
+
+        if not self.copies:
+            return None
+        return AllOf(tuple(NoRowsWhere(self.table, backfill_pending(c, e)) for c, e in self.copies))
 
     def summary(self) -> str:
         return f"drop columns {', '.join(self.columns)}"
@@ -502,9 +529,15 @@ class DropTable(Op):
     kind: ClassVar[str] = "drop_table"
     destructive: ClassVar[bool] = True
     gate: Gate
+    # An old version's table: its rows the new version lacks (a predicate over this table), which the drop
+    # would delete for good, so it refuses while any is left (see `plan.catch_up.left_behind`).
+    left_behind: str | None = None
 
     def postcondition(self) -> Condition:
         return TableAbsent(self.table)
+
+    def precondition(self) -> Condition | None:
+        return None if self.left_behind is None else NoRowsWhere(self.table, self.left_behind)
 
     def summary(self) -> str:
         return f"drop table {table_name(self.table)}"
@@ -527,6 +560,7 @@ OP_TYPES: tuple[type[Op], ...] = (
     SetNotNull,
     DropNotNull,
     Backfill,
+    LastCatchUp,
     CopyRows,
     RenameTable,
     CreateView,

@@ -15,9 +15,18 @@ from sqlglot import exp
 
 from delta_contracts.live import TableId
 from delta_contracts.plan import expressions as x
-from delta_contracts.plan.catch_up import CatchUpRows
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
-from delta_contracts.plan.ops import PHASES, CopyRows, DropColumns, DropTable, Migration, Op, table_name
+from delta_contracts.plan.ops import (
+    PHASES,
+    CopyRows,
+    DropColumns,
+    DropTable,
+    LastCatchUp,
+    Migration,
+    Op,
+    table_name,
+)
 from delta_contracts.plan.render import render
 from delta_contracts.target import Target
 
@@ -56,18 +65,24 @@ def _files_read(table: TableId) -> exp.Select:
     return exp.select(exp.Anonymous(this="input_file_name", expressions=[])).from_(x.table(table))
 
 
+def is_fence(op: Op) -> bool:
+    """The versioned cutover's last catch-up: it runs after the alias view moved, and only inserts the old
+    rows the new table lacks, so running it again inserts nothing and needs no guard but its source's."""
+    return isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING
+
+
 def refusal_guards(op: Op, alias: TableId) -> tuple[tuple[str, str], ...]:
     """(why, statement) pairs run before `op`'s statement in its cell, each failing on a state in which the
     statement would do harm if run (again) by hand."""
     if isinstance(op, CopyRows | CatchUpRows):
         source, target = table_name(op.source), table_name(op.table)
-        guards = [
-            (
-                f"fails unless {source} is still a table: renamed away or a view, the cutover ran",
-                _must_be_table(op.source),
-            )
-        ]
-        if op.source != alias:
+        gone = (
+            "dropped by the contract phase, nothing is left to copy"
+            if is_fence(op)
+            else "renamed away or a view, the cutover ran"
+        )
+        guards = [(f"fails unless {source} is still a table: {gone}", _must_be_table(op.source))]
+        if op.source != alias and not is_fence(op):
             # The alias view reads the source until the cutover swaps it to the new table: compared by the
             # data files each reads, which says where the view points whatever its name or its columns.
             message = (
@@ -119,7 +134,7 @@ def render_sql_file(migration: Migration, *, migration_id: str, target: Target) 
             lines.append(f"-- [{number}] {comment_text(op.summary())}{reason}")
             for check in precheck_queries(op):
                 lines.append(f"-- pre-check, must return 0: {comment_text(check)}")
-            if isinstance(op, DropColumns | DropTable):
+            if isinstance(op, DropColumns | DropTable | LastCatchUp):
                 lines.append(f"-- gate: {comment_text(op.gate.describe())}")
             for why, guard in refusal_guards(op, migration.table):
                 lines.append(f"-- guard, {comment_text(why)}:")

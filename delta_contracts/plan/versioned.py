@@ -22,7 +22,7 @@ from delta_contracts.plan.building import (
     stamp_op,
     versioned_name,
 )
-from delta_contracts.plan.catch_up import choose_catch_up
+from delta_contracts.plan.catch_up import CatchUpRows, choose_catch_up, fence_catch_up, left_behind
 from delta_contracts.plan.ops import (
     CopyRows,
     CreateView,
@@ -82,6 +82,13 @@ def plan_versioned(
         b.warn(catch_up.warning)
     if catch_up.note is not None:
         b.notes.append(catch_up.note)
+    # The cutover's order is what keeps every row a producer commits (docs/migrations.md, "Writers during
+    # a migration"): the catch-up above makes the new table equal to the old one while only the old one is
+    # written; the stamp then tells producers to switch; the old table is closed to them (renamed away when
+    # the alias takes its name, and in any case given a metadata commit, the deprecation mark, which fails
+    # every append still in flight on it); the fence copies what the old table got meanwhile, adding rows
+    # only, as producers now write to the new table.
+    b.add(stamp_op(new_physical, new))
     retired = old_physical
     if old_physical == alias:
         retired = versioned_name(old)
@@ -103,6 +110,10 @@ def plan_versioned(
             f"{table_name(alias)}: after cutover producers must write to {table_name(new_physical)}, "
             f"not to {table_name(old_physical)}"
         )
+    b.warn(
+        f"{table_name(alias)}: a streaming reader reads a table, not the view: after cutover start it anew "
+        f"on {table_name(new_physical)} (a new checkpoint)"
+    )
     if not alter:
         b.warn(
             f"{table_name(alias)}: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant"
@@ -110,12 +121,16 @@ def plan_versioned(
     b.add(
         MarkDeprecated.of(retired, whole_table=True, since=new.version, reason="old version on its way out")
     )
-    b.add(stamp_op(new_physical, new))
+    bulk = catch_up.op
+    assert isinstance(bulk, CatchUpRows | CopyRows)
+    fence = fence_catch_up(bulk, retired)
+    b.add(fence)
     b.add(
         DropTable(
             table=retired,
             phase=Phase.CONTRACT,
             gate=gate_for(new, [table_name(retired)], "delta_contracts.deprecated.table"),
+            left_behind=left_behind(retired, new_physical, fence.mapping, fence.key),
             reason="old version, after the window",
         )
     )

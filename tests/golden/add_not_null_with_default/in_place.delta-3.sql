@@ -5,6 +5,7 @@
 --   - payments.transactions: column defaults need the allowColumnDefaults feature (an irreversible protocol upgrade)
 --   - payments.transactions: streaming readers stop at a schema change; restart them after apply
 --   - payments.transactions: backfill UPDATEs rewrite every file holding a touched row: O(table)
+--   - payments.transactions: streaming readers need the reader option skipChangeCommits=true: a Delta stream refuses the rows the backfill UPDATEs rewrite
 
 -- === expand: metadata-only additions; safe for current readers ===
 -- [1] set delta.feature.allowColumnDefaults=supported (column defaults)

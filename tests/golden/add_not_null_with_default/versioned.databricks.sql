@@ -5,6 +5,7 @@
 --   - payments.transactions__v2: column defaults need the allowColumnDefaults feature (an irreversible protocol upgrade)
 --   - payments.transactions__v2: streaming readers stop at a schema change; restart them after apply
 --   - payments.transactions__v2: backfill UPDATEs rewrite every file holding a touched row: O(table)
+--   - payments.transactions__v2: streaming readers need the reader option skipChangeCommits=true: a Delta stream refuses the rows the backfill UPDATEs rewrite
 
 -- === expand: metadata-only additions; safe for current readers ===
 -- [1] set delta.feature.allowColumnDefaults=supported (column defaults)

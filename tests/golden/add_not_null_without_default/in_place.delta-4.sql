@@ -4,6 +4,7 @@
 -- warnings:
 --   - payments.transactions: streaming readers stop at a schema change; restart them after apply
 --   - payments.transactions: backfill UPDATEs rewrite every file holding a touched row: O(table)
+--   - payments.transactions: streaming readers need the reader option skipChangeCommits=true: a Delta stream refuses the rows the backfill UPDATEs rewrite
 
 -- === expand: metadata-only additions; safe for current readers ===
 -- [1] add column region string (new column)

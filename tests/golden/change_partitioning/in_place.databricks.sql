@@ -5,6 +5,7 @@
 --   - payments.transactions__v3: the cutover catch-up copies the whole table again (INSERT OVERWRITE): the contract declares no unique key (`quality.unique`) to merge on and no partitioning (`table.partitioned_by`) to compare partitions by, and payments.transactions records no change data feed (delta.enableChangeDataFeed)
 --   - payments.transactions: between the rename and the view swap the name is briefly missing
 --   - payments.transactions: after cutover the name is a view: producers must write to payments.transactions__v3; writes to payments.transactions fail, it is no table any more
+--   - payments.transactions: a streaming reader reads a table, not the view: after cutover start it anew on payments.transactions__v3 (a new checkpoint)
 --   - payments.transactions: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant
 -- notes:
 --   - versioned table payments.transactions__v3: partitioning changes rewrite the table
@@ -42,20 +43,26 @@ INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`,
 -- guard, fails unless payments.transactions is still a table: renamed away or a view, the cutover ran:
 DESCRIBE DETAIL `payments`.`transactions`;
 INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions`;
--- [9] rename table payments.transactions -> payments.transactions__v2 (free the name for the alias view)
-ALTER TABLE `payments`.`transactions` RENAME TO `payments`.`transactions__v2`;
--- [10] view payments.transactions -> payments.transactions__v3 (swap the alias view)
-CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;
--- [11] mark deprecated: delta_contracts.deprecated.table=true, delta_contracts.deprecated.since=3.0.0 (old version on its way out)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.deprecated.table'='true', 'delta_contracts.deprecated.since'='3.0.0');
--- [12] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=975118eb02997252, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+-- [9] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=975118eb02997252, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions__v3` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='975118eb02997252', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [10] rename table payments.transactions -> payments.transactions__v2 (free the name for the alias view)
+ALTER TABLE `payments`.`transactions` RENAME TO `payments`.`transactions__v2`;
+-- [11] view payments.transactions -> payments.transactions__v3 (swap the alias view)
+CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;
+-- [12] mark deprecated: delta_contracts.deprecated.table=true, delta_contracts.deprecated.since=3.0.0 (old version on its way out)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.deprecated.table'='true', 'delta_contracts.deprecated.since'='3.0.0');
+-- [13] fence: copy the rows of payments.transactions__v2 that payments.transactions__v3 lacks (by whole rows) (fence: rows committed to the old table until it was closed to writers)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE (NOT COALESCE(((`txn_amt_paise`) >= 1), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) >= 0), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) <= 10), FALSE)) OR (NOT COALESCE(((`status`) IS NULL OR (`status`) IN ('OK', 'FAILED')), FALSE)) OR (NOT COALESCE(((`status`) <> 'OK' OR (`txn_amt_paise`) > 0), FALSE))
+-- guard, fails unless payments.transactions__v2 is still a table: dropped by the contract phase, nothing is left to copy:
+DESCRIBE DETAIL `payments`.`transactions__v2`;
+MERGE INTO `payments`.`transactions__v3` AS `t` USING (SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2` EXCEPT ALL SELECT `txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date` FROM `payments`.`transactions__v3`) AS `s` ON FALSE WHEN NOT MATCHED THEN INSERT (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) VALUES (`s`.`txn_id`, `s`.`txn_amt_paise`, `s`.`attempts`, `s`.`status`, `s`.`legacy_channel`, `s`.`txn_date`);
 
 -- === contract: destructive; gated on the deprecation window and zero readers ===
--- [13] drop table payments.transactions__v2 (old version, after the window)
+-- [14] drop table payments.transactions__v2 (old version, after the window)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT EXISTS(SELECT 1 FROM `payments`.`transactions__v3` AS `n` WHERE `n`.`txn_id` IS NOT DISTINCT FROM (`transactions__v2`.`txn_id`) AND `n`.`txn_amt_paise` IS NOT DISTINCT FROM (`transactions__v2`.`txn_amt_paise`) AND `n`.`attempts` IS NOT DISTINCT FROM (`transactions__v2`.`attempts`) AND `n`.`status` IS NOT DISTINCT FROM (`transactions__v2`.`status`) AND `n`.`legacy_channel` IS NOT DISTINCT FROM (`transactions__v2`.`legacy_channel`) AND `n`.`txn_date` IS NOT DISTINCT FROM (`transactions__v2`.`txn_date`))
 -- gate: after P30D since delta_contracts.deprecated.table was set and zero readers of payments.transactions__v2 in the last P14D (or --force --reason)
 -- guard, fails unless payments.transactions__v2 is a table: dropped already, or now a view:
 DESCRIBE DETAIL `payments`.`transactions__v2`;
 DROP TABLE IF EXISTS `payments`.`transactions__v2`;
--- [14] view payments.transactions__v2 -> payments.transactions__v3 (old shape over the new table)
+-- [15] view payments.transactions__v2 -> payments.transactions__v3 (old shape over the new table)
 CREATE OR REPLACE VIEW `payments`.`transactions__v2` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;

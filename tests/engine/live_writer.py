@@ -1,0 +1,162 @@
+"""A producer that keeps writing while `apply` migrates its table (tests/engine/test_live_writers.py).
+
+A separate process, forked from the crash tests' fork server (`apply_child.fork_server`), with a Spark
+Connect session of its own on the suite's server. It does what docs/migrations.md ("Writers during a
+migration") tells a producer to do: write the shape and the table of the contract version the table is
+stamped with, check the stamp before each write, and after a failed write check it again and retry. A write
+is counted (appended to its log, one JSON row per line, in the shape readers get through the contract's name)
+only once the statement returned, that is once Delta committed it.
+
+SPEC: url; table (where it writes first) and switch_to (where it writes once the stamp appears; the same
+table for an in-place migration); stamp_table and stamp_version (the stamp to watch); old_columns and
+new_columns ({column: source field}) saying which column carries which field of a row before and after the
+stamp; mode (`append`: INSERT INTO; `merge`: MERGE on txn_id, re-merging its previous rows unchanged and
+inserting new ones); name (prefix of its txn ids); log (the file of committed rows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import date
+from typing import Any
+
+from pyspark.sql.connect.session import SparkSession
+from sqlglot import exp
+
+from delta_contracts.plan import expressions as x
+
+ROWS_PER_COMMIT = 2
+# A producer's cadence, as a micro-batch job's: Delta OSS checks every UPDATE, MERGE or ADD CONSTRAINT
+# against the appends committed while it ran (Serializable, the only isolation level it supports), so a
+# statement of `apply` commits only between two appends to the partitions it reads (docs/migrations.md).
+CADENCE_SECONDS = 2.0
+MAX_FAILURES = 400  # in a row: a writer that can never write again fails the test
+
+
+def row(name: str, n: int) -> dict[str, Any]:
+    """The n-th row of a writer, as readers see it through the contract's name (its fields by role)."""
+    return {
+        "txn_id": f"{name}-{n}",
+        "amount": 100 + n,
+        "attempts": n % 5,
+        "status": "OK",
+        "legacy_channel": "app",
+        "txn_date": date(2026, 11, 1 + n % 3),
+    }
+
+
+def _values(rows: list[dict[str, Any]], columns: dict[str, str]) -> exp.Values:
+    return exp.Values(
+        expressions=[exp.Tuple(expressions=[x.literal(r[field]) for field in columns.values()]) for r in rows]
+    )
+
+
+def insert(table: list[str], rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
+    statement = exp.insert(_values(rows, columns), x.table(table), columns=[x.ident(c) for c in columns])
+    return x.sql(statement)
+
+
+def merge(table: list[str], rows: list[dict[str, Any]], columns: dict[str, str]) -> str:
+    source = exp.select(exp.Star()).from_(
+        exp.Subquery(
+            this=_values(rows, columns),
+            alias=exp.TableAlias(this=x.ident("v"), columns=[x.ident(c) for c in columns]),
+        )
+    )
+    target = x.table(table)
+    target.set("alias", exp.TableAlias(this=x.ident("t")))
+    key = exp.EQ(
+        this=exp.Column(this=x.ident("txn_id"), table=x.ident("t")),
+        expression=exp.Column(this=x.ident("txn_id"), table=x.ident("s")),
+    )
+    names = list(columns)
+    update = exp.Update(
+        expressions=[
+            exp.EQ(
+                this=exp.Column(this=x.ident(c), table=x.ident("t")),
+                expression=exp.Column(this=x.ident(c), table=x.ident("s")),
+            )
+            for c in names
+        ]
+    )
+    insert_values = exp.Insert(
+        this=exp.Tuple(expressions=[x.column(c) for c in names]),
+        expression=exp.Tuple(expressions=[exp.Column(this=x.ident(c), table=x.ident("s")) for c in names]),
+    )
+    statement = exp.Merge(
+        this=target,
+        using=exp.Subquery(this=source, alias=exp.TableAlias(this=x.ident("s"))),
+        on=key,
+        whens=exp.Whens(
+            expressions=[
+                exp.When(matched=True, source=False, then=update),
+                exp.When(matched=False, source=False, then=insert_values),
+            ]
+        ),
+    )
+    return x.sql(statement)
+
+
+def stamped(session: Any, spec: dict[str, Any]) -> bool:
+    try:
+        rows = session.sql(f"SHOW TBLPROPERTIES {x.sql(x.table(spec['stamp_table']))}").collect()
+    except Exception:  # the new table is not made yet
+        return False
+    properties = {str(r["key"]): str(r["value"]) for r in rows}
+    return properties.get("delta_contracts.version") == str(spec["stamp_version"])
+
+
+def writer_main(
+    spec: dict[str, Any], output: str, ready: Any, stop: Any, started: Any, finished: Any
+) -> None:
+    """The forked child's body: writes until `stop` is set; `ready` is set after its first commit; `started`
+    and `finished` count its attempts (a stamp check and a write, committed or not) as they start and end.
+    Exits 0, or 1 when it could not write for MAX_FAILURES attempts in a row."""
+    sys.stdout.flush()
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    session = SparkSession.builder.remote(spec["url"]).create()
+    switched, n, failures, failed_total = False, 0, 0, 0
+    previous: list[dict[str, Any]] = []
+    with open(spec["log"], "a", encoding="utf-8") as log:
+        while not stop.is_set():
+            with started.get_lock():
+                started.value += 1
+            switched = switched or stamped(session, spec)
+            table = spec["switch_to"] if switched else spec["table"]
+            columns = spec["new_columns"] if switched else spec["old_columns"]
+            fresh = [row(spec["name"], n + i) for i in range(ROWS_PER_COMMIT)]
+            if spec["mode"] == "merge":
+                statement = merge(table, previous + fresh, columns)
+            else:
+                statement = insert(table, fresh, columns)
+            try:
+                session.sql(statement).collect()
+            except Exception as err:  # not committed: check the stamp again and retry
+                with finished.get_lock():
+                    finished.value += 1
+                failures += 1
+                failed_total += 1
+                print(f"write failed ({'new' if switched else 'old'}): {str(err).splitlines()[0][:200]}")
+                if failures >= MAX_FAILURES:
+                    print("giving up")
+                    sys.stdout.flush()
+                    os._exit(1)
+                continue
+            failures = 0
+            stop.wait(CADENCE_SECONDS)  # the next micro-batch (a failed write is retried at once)
+            for committed in fresh:
+                log.write(json.dumps(committed, default=str) + "\n")
+            log.flush()
+            previous = fresh
+            n += ROWS_PER_COMMIT
+            with finished.get_lock():
+                finished.value += 1
+            ready.set()
+    print(f"committed {n} rows, {failed_total} failed writes retried, switched={switched}")
+    sys.stdout.flush()
+    os._exit(0)

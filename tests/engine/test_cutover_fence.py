@@ -1,0 +1,110 @@
+"""Rows a producer commits to the old table or column around a cutover are not lost (docs/migrations.md,
+"Writers during a migration"), step by step on one engine:
+
+- versioned: a row committed to the old table after the catch-up, before the producer switched, reaches the
+  new table through the cutover's fence; a row committed after the fence keeps the old version's drop from
+  running (it refuses, with the count), even forced;
+- in place, a rename: a row an old producer writes with only the old column after the cutover gets the new
+  column from the contract phase's last catch-up; one written after that keeps the drop from running.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import pytest
+
+from delta_contracts.contract.model import Contract
+from delta_contracts.engine.base import Engine, PreconditionFailed
+from delta_contracts.plan import expressions as x
+from delta_contracts.plan.ops import DropColumns, DropTable, LastCatchUp, Migration, Op, Phase, StampContract
+from delta_contracts.plan.planner import plan
+from delta_contracts.target import Target
+from tests.engine.conftest import JVM
+from tests.engine.recipe_run import LATE_ROW, ROWS, create_schema, renamed, run_migration, write_rows
+from tests.recipes import BASE, pair
+
+pytestmark = pytest.mark.engine
+
+
+def apply_until(engine: Engine, migration: Migration, stop: Callable[[Op], bool]) -> list[Op]:
+    """Apply the migration's ops in order until `stop` says so; the ops left."""
+    ops = list(migration.ops)
+    while ops and not stop(ops[0]):
+        engine.apply_op(ops.pop(0))
+    return ops
+
+
+def ids(engine: Engine, table: tuple[str, ...]) -> list[str]:
+    from sqlglot import exp
+
+    rows = engine.sql(x.sql(exp.select(x.column("txn_id")).from_(x.table(table))))
+    return sorted(str(r["txn_id"]) for r in rows)
+
+
+def test_versioned_cutover_fences_rows_of_the_old_table(local_engine: Engine) -> None:
+    schema = "fenced"
+    create_schema(local_engine, schema)
+    base, wanted = pair("change_partitioning", "versioned")
+    old, new = renamed(base, schema), renamed(wanted, schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(local_engine, created, "create")
+    write_rows(local_engine, state.physical, ROWS)
+    migration, after = plan(old, new, Target.DELTA_4, state=state)
+    # a producer still on the old table commits after the catch-up, right before the new table's stamp
+    left = apply_until(local_engine, migration, lambda op: isinstance(op, StampContract))
+    write_rows(local_engine, state.physical, [LATE_ROW])
+    left = [op for op in left if op.phase is not Phase.CONTRACT]
+    for op in left:
+        local_engine.apply_op(op)
+    assert ids(local_engine, new.table_parts) == ["t1", "t2", "t3"]  # read through the alias view
+
+    # one that never switched commits after the fence: the drop of the old version refuses it, forced or not
+    write_rows(local_engine, state.physical, [{**LATE_ROW, "txn_id": "t4"}])
+    drop = next(op for op in migration.ops if isinstance(op, DropTable))
+    with pytest.raises(PreconditionFailed) as refused:
+        local_engine.apply_op(drop)
+    assert refused.value.count == 1 and refused.value.samples[0]["txn_id"] == "t4"
+    assert ids(local_engine, state.physical) == ["t1", "t2", "t3", "t4"]  # nothing dropped
+    assert after.physical != state.physical
+
+
+def nullable_rename() -> tuple[Contract, Contract]:
+    doc = copy.deepcopy(BASE)
+    doc["table"]["versioning"] = "in_place"
+    old = Contract.model_validate(doc)
+    column = next(c for c in doc["columns"] if c["name"] == "legacy_channel")
+    column.update(name="channel", renamed_from="legacy_channel")
+    doc["version"] = "3.0.0"
+    return old, Contract.model_validate(doc)
+
+
+@JVM
+def test_in_place_rename_drop_catches_up_the_old_column(spark_engine: Engine) -> None:
+    schema = "renamed_late"
+    create_schema(spark_engine, schema)
+    base, wanted = nullable_rename()
+    old, new = renamed(base, schema), renamed(wanted, schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(spark_engine, created, "create")
+    write_rows(spark_engine, state.physical, ROWS)
+    migration, _ = plan(old, new, Target.DELTA_4, state=state)
+    contract = apply_until(spark_engine, migration, lambda op: op.phase is Phase.CONTRACT)
+    # an old producer, after the cutover: only the old column
+    write_rows(spark_engine, state.physical, [{**LATE_ROW, "legacy_channel": "kiosk"}])
+    last, drop = contract
+    assert isinstance(last, LastCatchUp) and isinstance(drop, DropColumns)
+    spark_engine.apply_op(last)
+    # and once more, between the last catch-up and the drop: the drop refuses it
+    write_rows(spark_engine, state.physical, [{**LATE_ROW, "txn_id": "t4", "legacy_channel": "post"}])
+    with pytest.raises(PreconditionFailed) as refused:
+        spark_engine.apply_op(drop)
+    assert refused.value.count == 1
+    spark_engine.apply_op(last)  # apply runs it again (the gate holds both) before the drop
+    spark_engine.apply_op(drop)
+    from sqlglot import exp
+
+    query = exp.select(x.column("txn_id"), x.column("channel")).from_(x.table(state.physical))
+    got = {r["txn_id"]: r["channel"] for r in spark_engine.sql(x.sql(query))}
+    assert got == {"t1": "web", "t2": None, "t3": "kiosk", "t4": "post"}

@@ -431,7 +431,8 @@ def table_state(location: str, schema: str) -> dict[str, Any]:
     # a column-mapped table of the legacy protocol (reader version 2) without the mapping: renamed columns
     # come back NULL, silently. Such tables are read from their files here.
     mapped = live.properties.get("delta.columnMapping.mode", "none") != "none"
-    if mapped or "typeWidening" in live.reader_features:
+    # (Delta 3.3 names the feature typeWidening-preview)
+    if mapped or any(f.startswith("typeWidening") for f in live.reader_features):
         rows = rows_from_files(table, location)
     else:
         rows = table.to_pyarrow_table().to_pylist()

@@ -134,3 +134,26 @@ def test_a_successful_spark_run_logs_no_java_stack(
     assert result.exit_code == 0, result.output
     assert "create table" in result.output.lower()
     assert [r.getMessage()[:120] for r in records] == []
+
+
+def test_drift_after_the_api_s_create_table_finds_no_foreign_commit(
+    spark_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25 item 2: `create_table(spark, …)` in a notebook, then `drift` of the same warehouse, listed the
+    API's own CREATE and ADD CONSTRAINT commits as out-of-band (its ledger was elsewhere). A foreign commit
+    made by hand after it is still found."""
+    from delta_contracts import create_table
+
+    spark = spark_engine.spark  # type: ignore[attr-defined]
+    project = tmp_path / "project"
+    _, contract = project_with_table(spark_engine, project)
+    result = create_table(spark, project / "contracts" / "orders.yaml")
+    assert result.created
+    warehouse = Path(spark.conf.get("spark.sql.warehouse.dir").removeprefix("file:"))
+    monkeypatch.delenv("DELTA_CONTRACTS_ENGINE", raising=False)
+    args = ["drift", str(project / "contracts"), "--engine", "spark", "--warehouse", str(warehouse)]
+    clean = CliRunner().invoke(app, args)
+    assert clean.exit_code == 0 and "no drift" in clean.output, clean.output
+    spark_engine.sql(f"ALTER TABLE {contract} SET TBLPROPERTIES ('team.note' = 'by hand')")
+    drifted = CliRunner().invoke(app, args)
+    assert drifted.exit_code == 1 and drifted.output.count("out-of-band-commit") == 1, drifted.output

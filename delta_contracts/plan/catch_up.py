@@ -392,18 +392,27 @@ def _insert_missing(op: CatchUpRows) -> exp.Merge:
     else:
         current = exp.Select(expressions=[x.column(c) for c in columns]).from_(x.table(op.table))
         rows = exp.Except(this=rows, expression=current, distinct=False)
-    insert = exp.Insert(
-        this=exp.Tuple(expressions=[x.column(c) for c in columns]),
-        expression=exp.Tuple(expressions=[_col(SOURCE, c) for c in columns]),
-    )
-    target = x.table(op.table)
-    target.set("alias", _alias(TARGET))
+    insert = _insert_from_source(columns)
     return exp.Merge(
-        this=target,
+        this=_aliased_target(op),
         using=exp.Subquery(this=rows, alias=_alias(SOURCE)),
         on=on,
         whens=exp.Whens(expressions=[exp.When(matched=False, source=False, then=insert)]),
     )
+
+
+def _insert_from_source(columns: Sequence[str]) -> exp.Insert:
+    """A MERGE's `INSERT (columns) VALUES (s.columns)`."""
+    return exp.Insert(
+        this=exp.Tuple(expressions=[x.column(c) for c in columns]),
+        expression=exp.Tuple(expressions=[_col(SOURCE, c) for c in columns]),
+    )
+
+
+def _aliased_target(op: CatchUpRows) -> exp.Table:
+    target = x.table(op.table)
+    target.set("alias", _alias(TARGET))
+    return target
 
 
 def left_behind(
@@ -460,14 +469,9 @@ def _partition_merge(op: CatchUpRows) -> exp.Merge:
     source.set("with_", exp.With(expressions=[exp.CTE(this=_changed_partitions(op), alias=_alias(CHANGED))]))
     is_marker = exp.EQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
     is_row = exp.EQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("insert"))
-    insert = exp.Insert(
-        this=exp.Tuple(expressions=[x.column(c) for c in columns]),
-        expression=exp.Tuple(expressions=[_col(SOURCE, c) for c in columns]),
-    )
-    target = x.table(op.table)
-    target.set("alias", _alias(TARGET))
+    insert = _insert_from_source(columns)
     return exp.Merge(
-        this=target,
+        this=_aliased_target(op),
         using=exp.Subquery(this=source, alias=_alias(SOURCE)),
         on=exp.and_(is_marker, _same_partition(op, TARGET, SOURCE)),
         whens=exp.Whens(

@@ -298,17 +298,12 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
             expressions=[exp.EQ(this=_col(TARGET, c), expression=_col(SOURCE, c)) for c in values]
         )
         whens.append(exp.When(matched=True, source=False, condition=differs, then=update))
-    insert = exp.Insert(
-        this=exp.Tuple(expressions=[x.column(c) for c in columns]),
-        expression=exp.Tuple(expressions=[_col(SOURCE, c) for c in columns]),
-    )
+    insert = _insert_from_source(columns)
     whens.append(exp.When(matched=False, source=False, condition=not_deleted, then=insert))
     if op.strategy is CatchUpStrategy.MERGE_ON_KEY:
         whens.append(exp.When(matched=False, source=True, then=exp.var("DELETE")))
-    target = x.table(op.table)
-    target.set("alias", _alias(TARGET))
     return exp.Merge(
-        this=target,
+        this=_aliased_target(op),
         using=source,
         on=on,
         whens=exp.Whens(expressions=whens),

@@ -208,6 +208,6 @@ def _fail_on_violations(df: Any, contract: Contract, rules: Sequence[Check], sam
 
 
 def _engine_of(df: Any) -> Engine:
-    from delta_contracts.create import as_engine
+    from delta_contracts.engine.select import as_engine
 
     return as_engine(df.sparkSession)

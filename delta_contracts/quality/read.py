@@ -102,7 +102,7 @@ def read(
     version looked like. Raises PinNotServedError when nothing serves the pin; warns with
     DeprecatedVersionWarning when the served version is deprecated.
     """
-    from delta_contracts.create import as_engine
+    from delta_contracts.engine.select import as_engine
 
     engine = as_engine(spark_or_engine)
     served = resolve(engine, contract_id, version, migrations=migrations, now=now)

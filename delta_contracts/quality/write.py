@@ -55,7 +55,7 @@ def write(
     exactly when the contract declares a unique key. A versioned contract writes its versioned table
     (`<table>__v<major>`), never the alias view.
     """
-    from delta_contracts.create import as_engine
+    from delta_contracts.engine.select import as_engine
 
     model = resolve_contract(contract_or_id, contracts)
     live_engine = engine or as_engine(df.sparkSession)

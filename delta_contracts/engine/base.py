@@ -21,6 +21,9 @@ from delta_contracts.plan.conditions import (
 )
 from delta_contracts.plan.ops import Op
 
+# The Spark setting whose value Delta writes into a commit's userMetadata: how a commit is tied to its op.
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
 
 class EngineError(Exception):
     """An op could not run; the message says which op, on which table, and why."""

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.engine.base import Engine, EngineError, OpOutcome
+from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.retry import one_line, retrying
 from delta_contracts.engine.schema_json import columns_from_schema
@@ -28,7 +28,6 @@ from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_f
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
 from delta_contracts.plan.render import render
 
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
 # Session settings that change what our statements do, pinned for each of them whatever the cluster's
 # defaults: INSERT OVERWRITE (a copy, a copy's first batch) replaces the whole target, never only the

@@ -104,8 +104,8 @@ def _check_rules_compile(engine: Engine, ops: Sequence[Op]) -> None:
 
     from delta_contracts.contract.errors import first_line
     from delta_contracts.engine.base import EngineError
-    from delta_contracts.plan import expressions as x
     from delta_contracts.plan.ops import AddCheck, CreateTable
+    from delta_contracts.sql import expressions as x
 
     created = {op.table: op for op in ops if isinstance(op, CreateTable)}
     failures = []

@@ -142,7 +142,7 @@ class Engine(ABC):
     def count_where(self, table: TableId, predicate: str) -> int:
         from sqlglot import exp
 
-        from delta_contracts.plan import expressions as x
+        from delta_contracts.sql import expressions as x
 
         query = (
             exp.select(exp.Count(this=exp.Star()).as_("n")).from_(x.table(table)).where(x.parse(predicate))
@@ -152,7 +152,7 @@ class Engine(ABC):
     def sample_where(self, table: TableId, predicate: str, limit: int = 5) -> list[dict[str, Any]]:
         from sqlglot import exp
 
-        from delta_contracts.plan import expressions as x
+        from delta_contracts.sql import expressions as x
 
         query = exp.select(exp.Star()).from_(x.table(table)).where(x.parse(predicate)).limit(limit)
         return self.sql(x.sql(query))

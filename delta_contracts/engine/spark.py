@@ -23,10 +23,10 @@ from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
 from delta_contracts.plan.render import render
+from delta_contracts.sql import expressions as x
 
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
 # Session settings that change what our statements do, pinned for each of them whatever the cluster's

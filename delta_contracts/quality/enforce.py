@@ -20,9 +20,9 @@ from sqlglot import exp
 from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
-from delta_contracts.plan import expressions as x
 from delta_contracts.quality.locate import resolve_contract
 from delta_contracts.quality.rules import row_rules
+from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF
 from delta_contracts.live import TableId
-from delta_contracts.plan import expressions as x
+from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine

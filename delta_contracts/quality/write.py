@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.planner import initial_state
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
 from delta_contracts.quality.locate import resolve_contract
+from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine

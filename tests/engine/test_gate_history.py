@@ -172,7 +172,8 @@ def test_the_gate_reads_what_the_log_wrote(
     held = apply(engine, migrations, tables=[contract], clock=lambda: now, dry_run=True)
     waiting = {(w.migration_id, w.index): w.reasons for w in held.waiting}
     # 12. Both drops say what they wait for, each its own reasons.
-    drop_v1 = (history[1].migration_id, 7)
+    ops_v1 = history[1].migration.ops
+    drop_v1 = (history[1].migration_id, next(i for i, op in enumerate(ops_v1, 1) if op.kind == "drop_table"))
     drop_col = (history[3].migration_id, len(history[3].migration.ops) - 1)
     assert set(waiting) == {drop_v1, drop_col}
     stale = f"stale readers log: source {oneoff.source} was collected up to"
@@ -181,7 +182,7 @@ def test_the_gate_reads_what_the_log_wrote(
     )
     notes = f"{v2}.notes ({contract}.notes): 3 reader(s) since"
     assert any(r.startswith(notes) for r in waiting[drop_col]), waiting[drop_col]
-    assert waiting[drop_col][-1] == f"and {drop_v1[0]} op 7 is held by its gate"
+    assert waiting[drop_col][-1] == f"and {drop_v1[0]} op {drop_v1[1]} is held by its gate"
     # 11. The mark 2.1.0 set counts for 3.0.0's drop: its window has passed, so it is not among the reasons.
     assert not any("no record of when" in r or "deprecation window" in r for r in waiting[drop_col])
     assert any(r.startswith(stale) for r in waiting[drop_col])

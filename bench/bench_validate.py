@@ -21,13 +21,13 @@ from sqlglot import exp
 from delta_contracts.contract.load import load_contract
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import AddCheck
 from delta_contracts.plan.planner import initial_state, plan
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import enforce
 from delta_contracts.quality.rules import row_rules
 from delta_contracts.quality.validate import validate_table
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import DEFAULT_TARGET
 
 REPO = Path(__file__).resolve().parents[1]

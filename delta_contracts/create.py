@@ -42,30 +42,6 @@ class CreateResult:
     notes: tuple[DriftItem, ...] = ()
 
 
-def as_engine(spark_or_engine: Any) -> Engine:
-    from delta_contracts.engine.base import Engine
-
-    if isinstance(spark_or_engine, Engine):
-        return spark_or_engine
-    from delta_contracts.engine.spark import SparkEngine
-
-    return SparkEngine(spark_or_engine)
-
-
-def as_contract(contract: Contract | str | Path) -> Contract:
-    if isinstance(contract, Contract):
-        return contract
-    from delta_contracts.contract.errors import ContractError, Problem
-    from delta_contracts.contract.lint import lint
-    from delta_contracts.contract.load import load_contract
-
-    loaded = load_contract(Path(contract))
-    findings: list[Problem] = lint(loaded)
-    if findings:
-        raise ContractError(findings)
-    return loaded.contract
-
-
 class PendingMigrationError(Exception):
     """The table exists at an older version: a planned migration, not `create`, takes it forward."""
 
@@ -82,7 +58,9 @@ def create_table(
     spark_or_engine: Any, contract: Contract | str | Path, *, target: Target = DEFAULT_TARGET
 ) -> CreateResult:
     """Create what does not exist yet; verify what does. Never moves an alias view or a stamp."""
+    from delta_contracts.contract.lint import as_contract
     from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import as_engine
 
     engine = as_engine(spark_or_engine)
     model = as_contract(contract)
@@ -126,8 +104,8 @@ def _check_rules_compile(engine: Engine, ops: Sequence[Op]) -> None:
 
     from delta_contracts.contract.errors import first_line
     from delta_contracts.engine.base import EngineError
-    from delta_contracts.plan import expressions as x
     from delta_contracts.plan.ops import AddCheck, CreateTable
+    from delta_contracts.sql import expressions as x
 
     created = {op.table: op for op in ops if isinstance(op, CreateTable)}
     failures = []

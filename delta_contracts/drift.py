@@ -234,7 +234,7 @@ def alias_drift(
     if physical == alias:
         return []
     from delta_contracts.plan.building import alias_columns
-    from delta_contracts.plan.expressions import view_query_text
+    from delta_contracts.sql.expressions import view_query_text
 
     want = view_query_text(physical, alias_columns(contract))
     found = alias_view_query(alias, views)
@@ -260,7 +260,7 @@ def _view_source(query: str) -> str | None:
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     try:
         source = x.parse(query).find(exp.Table)

@@ -12,7 +12,6 @@ from delta_contracts.contract.model import Contract
 from delta_contracts.diff.compare import diff
 from delta_contracts.diff.policy import refusals, verdict
 from delta_contracts.live import LiveColumn, LiveTable
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, duplicated_key
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere, holds
 from delta_contracts.plan.ops import CopyRows, CreateView, DropCheck, Phase, StampContract
@@ -20,6 +19,7 @@ from delta_contracts.plan.planner import PlanError, plan
 from delta_contracts.plan.render import render
 from delta_contracts.plan.serialize import op_from_data, op_to_data
 from delta_contracts.plan.sqlfile import comment_text, render_sql_file
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.recipes import base_contract, pair
 

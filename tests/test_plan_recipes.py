@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -30,6 +29,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.planner import PlanError, plan
 from delta_contracts.plan.render import render
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.recipes import base_contract, pair
 

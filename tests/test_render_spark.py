@@ -180,8 +180,8 @@ def test_catch_up_merges_parse_once() -> None:
     with its `:start_version` placeholder, and the form the engine runs with the version bound."""
     import dataclasses
 
-    from delta_contracts.plan import expressions as x
     from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, merge_statement
+    from delta_contracts.sql import expressions as x
 
     old, new = pair("narrow_type", "versioned")
     quality = new.quality.model_copy(update={"unique": (("txn_id",),)})

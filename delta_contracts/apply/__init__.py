@@ -205,9 +205,8 @@ def engine_for(spark_or_engine: Any, migrations: Path) -> Engine:
     project: those of the warehouse (and catalog ledger) of the `contracts.yml` whose `migrations` folder this
     is, else those of the session's own warehouse; never a folder of the working directory (issue 29,
     item 3)."""
-    from delta_contracts.create import as_engine
     from delta_contracts.engine.base import Engine
-    from delta_contracts.engine.select import choose
+    from delta_contracts.engine.select import as_engine, choose
 
     if isinstance(spark_or_engine, Engine):
         return spark_or_engine

@@ -24,9 +24,9 @@ from sqlglot import exp
 
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.live import LiveTable, TableId
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import Backfill, CopyRows, Op
 from delta_contracts.plan.render import build
+from delta_contracts.sql import expressions as x
 
 INTEGRAL = frozenset({"tinyint", "smallint", "int", "bigint"})
 

@@ -143,7 +143,7 @@ def prechecks(op: Op) -> tuple[str, ...]:
     """The queries that must return 0 before the op may run (tightening ops)."""
     from sqlglot import exp
 
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     condition = op.precondition()
     checks = condition.conditions if isinstance(condition, AllOf) else (condition,) if condition else ()

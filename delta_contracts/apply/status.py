@@ -45,7 +45,7 @@ def alias_source(alias: TableId, views: Mapping[TableId, str]) -> TableId | None
     """The table an alias view `SELECT * FROM t` reads, or None when `alias` is no such view."""
     from sqlglot import exp
 
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     local = {key[-2:]: query for key, query in views.items()}
     query = views.get(alias, local.get(alias[-2:]))

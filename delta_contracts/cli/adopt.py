@@ -114,7 +114,7 @@ def _tables_of(live: Engine, schema: str) -> list[str]:
 
 
 def _quoted(name: str) -> str:
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     return x.sql(x.ident(name))
 

@@ -65,23 +65,11 @@ def _ledger(
     """The ledger the flags, environment and contracts.yml choose: the Delta table in the warehouse, read
     with no engine started, or the catalog table contracts.yml names for `spark`/`connect` (through it)."""
     from delta_contracts.apply.ledger import Ledger
+    from delta_contracts.cli.common import choose_engine
     from delta_contracts.cli.tables import _open
-    from delta_contracts.engine.base import EngineError
-    from delta_contracts.engine.select import choose
     from delta_contracts.engine.state_table import StateTableError
 
-    try:
-        choice = choose(
-            name=engine,
-            url=url,
-            warehouse=warehouse,
-            project=contracts.project.project.engine,
-            project_root=contracts.project.root,
-            conf=conf or (),
-        )
-    except EngineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    choice = choose_engine(contracts.project, engine, url, warehouse, conf or ())
     try:
         if choice.ledger is None:
             yield Ledger(choice.warehouse / "_delta_contracts")

@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from delta_contracts.contract.errors import Problem
     from delta_contracts.contract.load import LoadedContract, LoadedProject
+    from delta_contracts.engine.select import EngineChoice
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
 
@@ -125,3 +128,29 @@ def migrations_root(contracts: ContractSet, override: Path | None = None) -> Pat
             )
             raise typer.Exit(EXIT_INPUT)
     return root
+
+
+def choose_engine(
+    project: LoadedProject,
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+    conf: Sequence[str] = (),
+) -> EngineChoice:
+    """The engine the flags, the environment and contracts.yml choose; a wrong choice (an unknown engine,
+    connect without a URL, a bad `--conf`) ends the command with its reason (exit 2)."""
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.select import choose
+
+    try:
+        return choose(
+            name=engine,
+            url=url,
+            warehouse=warehouse,
+            project=project.project.engine,
+            project_root=project.root,
+            conf=conf,
+        )
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None

@@ -29,26 +29,15 @@ def readers_of(
     url: str | None,
     warehouse: Path | None,
 ) -> tuple[list[ObjectReaders], Telemetry]:
+    from delta_contracts.cli.common import choose_engine
     from delta_contracts.contract.model import duration
-    from delta_contracts.engine.base import EngineError
-    from delta_contracts.engine.select import choose
     from delta_contracts.telemetry.impact import ContractChange, log_telemetry, readers_of_changes
 
     changes = [
         ContractChange(old.contract if old else None, new.contract if new else None, result.changes)
         for (old, new), result in zip(pairs, results, strict=True)
     ]
-    try:
-        choice = choose(
-            name=engine,
-            url=url,
-            warehouse=warehouse,
-            project=project.project.engine,
-            project_root=project.root,
-        )
-    except EngineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    choice = choose_engine(project, engine, url, warehouse)
     now = datetime.now(UTC)
     if sources:
         telemetry = _from_sources(changes, sources, choice, now)

@@ -40,26 +40,14 @@ def site_command(
     """Write a static HTML site (index.html and a page per table, no network needed): the contract, its
     versions in git with each change's class, the migrations and their phases, deprecations, readers over
     time, drift (with --engine) and the last recorded validate result."""
-    from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.engine.base import EngineError
-    from delta_contracts.engine.select import choose
+    from delta_contracts.cli.common import choose_engine, load_valid_contracts
     from delta_contracts.site.gather import gather
     from delta_contracts.site.render import write_site
 
     started = time.perf_counter()
     contracts = load_valid_contracts(paths)
     project = contracts.project
-    try:
-        choice = choose(
-            name=engine,
-            url=url,
-            warehouse=warehouse,
-            project=project.project.engine,
-            project_root=project.root,
-        )
-    except EngineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    choice = choose_engine(project, engine, url, warehouse)
     if validation is not None and not validation.is_file():
         print(f"error: --validation {validation}: no such file", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)

@@ -60,24 +60,13 @@ def _open(
 ) -> Engine:
     """The engine the flags, environment and contracts.yml choose. A read-only command (status, drift)
     never creates a warehouse: a folder that does not exist is a mistake (a mistyped --warehouse)."""
+    from delta_contracts.cli.common import choose_engine
     from delta_contracts.contract.errors import first_line
-    from delta_contracts.engine.base import EngineError
-    from delta_contracts.engine.select import choose, open_engine
+    from delta_contracts.engine.select import open_engine
 
     project = contracts.project
-    try:
-        choice = choose(
-            name=engine,
-            url=url,
-            warehouse=warehouse,
-            project=project.project.engine,
-            project_root=project.root,
-            conf=conf or (),
-        )
-        print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
-    except EngineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    choice = choose_engine(project, engine, url, warehouse, conf or ())
+    print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
     if read_only:
         from delta_contracts.engine.select import active_spark_session
 

@@ -300,23 +300,12 @@ def _contracts(paths: list[Path] | None) -> list[Contract]:
 def _choice(
     contracts: list[Contract], engine: str | None, url: str | None, warehouse: Path | None
 ) -> EngineChoice:
+    from delta_contracts.cli.common import choose_engine
     from delta_contracts.contract.load import project_for
-    from delta_contracts.engine.base import EngineError
-    from delta_contracts.engine.select import choose
 
     root = Path("contracts") if Path("contracts").exists() else Path(".")
     project = project_for(root)
-    try:
-        return choose(
-            name=engine,
-            url=url,
-            warehouse=warehouse,
-            project=project.project.engine,
-            project_root=project.root,
-        )
-    except EngineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    return choose_engine(project, engine, url, warehouse)
 
 
 def _engine(choice: EngineChoice) -> Engine:

@@ -12,6 +12,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, date, datetime
+from pathlib import Path
 
 import sqlglot
 from sqlglot import exp
@@ -425,3 +426,18 @@ def _default_fits(value: object, spark_type: SparkType) -> bool:
     if render_type(spark_type) == "boolean":
         return isinstance(value, bool)
     return isinstance(value, str)  # dates, timestamps, binary: a literal Spark casts
+
+
+def as_contract(contract: Contract | str | Path) -> Contract:
+    if isinstance(contract, Contract):
+        return contract
+    """The API's argument as a contract: a Contract as it is, else the contract file at that path, loaded and
+    linted (ContractError with every problem)."""
+    from delta_contracts.contract.errors import ContractError
+    from delta_contracts.contract.load import load_contract
+
+    loaded = load_contract(Path(contract))
+    findings: list[Problem] = lint(loaded)
+    if findings:
+        raise ContractError(findings)
+    return loaded.contract

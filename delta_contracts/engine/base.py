@@ -21,6 +21,9 @@ from delta_contracts.plan.conditions import (
 )
 from delta_contracts.plan.ops import Op
 
+# The Spark setting whose value Delta writes into a commit's userMetadata: how a commit is tied to its op.
+USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
 
 class EngineError(Exception):
     """An op could not run; the message says which op, on which table, and why."""
@@ -139,7 +142,7 @@ class Engine(ABC):
     def count_where(self, table: TableId, predicate: str) -> int:
         from sqlglot import exp
 
-        from delta_contracts.plan import expressions as x
+        from delta_contracts.sql import expressions as x
 
         query = (
             exp.select(exp.Count(this=exp.Star()).as_("n")).from_(x.table(table)).where(x.parse(predicate))
@@ -149,7 +152,7 @@ class Engine(ABC):
     def sample_where(self, table: TableId, predicate: str, limit: int = 5) -> list[dict[str, Any]]:
         from sqlglot import exp
 
-        from delta_contracts.plan import expressions as x
+        from delta_contracts.sql import expressions as x
 
         query = exp.select(exp.Star()).from_(x.table(table)).where(x.parse(predicate)).limit(limit)
         return self.sql(x.sql(query))

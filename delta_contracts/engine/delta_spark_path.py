@@ -14,11 +14,11 @@ from typing import Any
 
 from sqlglot import exp
 
-from delta_contracts.plan import expressions as x
+from delta_contracts.engine.base import USER_METADATA_CONF
 from delta_contracts.plan.ops import Op, SetProperties, SetTableComment
 from delta_contracts.plan.render import build
+from delta_contracts.sql import expressions as x
 
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 
 

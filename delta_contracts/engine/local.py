@@ -43,7 +43,6 @@ from delta_contracts.engine.local_routes import TableFacts, Tool, project, route
 from delta_contracts.engine.rewrite import StepHook
 from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.paths import OutsideRoot, inside
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import (
     AddCheck,
@@ -59,6 +58,7 @@ from delta_contracts.plan.ops import (
     SetProperties,
 )
 from delta_contracts.plan.render import build, render
+from delta_contracts.sql import expressions as x
 
 STATE_DIR = "_delta_contracts"
 _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds case

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from delta_contracts.engine.base import EngineError
 from delta_contracts.live import LiveTable
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     AddColumn,
     ColumnSpec,
@@ -37,6 +36,7 @@ from delta_contracts.plan.ops import (
     SetTableComment,
     WidenType,
 )
+from delta_contracts.sql import expressions as x
 
 INTERNAL_PROPERTIES = frozenset(
     {"delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion"}

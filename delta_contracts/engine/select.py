@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from delta_contracts.contract.project import EngineSettings
 from delta_contracts.engine.base import Engine, EngineError
@@ -110,3 +111,13 @@ def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
         session = command_line_session(choice.warehouse, choice.spark_conf, choice.command_line_conf)
         interrupt_between_calls(session)
     return SparkEngine(session, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
+
+
+def as_engine(spark_or_engine: Any) -> Engine:
+    """The API's argument as an engine: an Engine as it is, else a SparkSession (classic or Connect) run by
+    the spark engine."""
+    if isinstance(spark_or_engine, Engine):
+        return spark_or_engine
+    from delta_contracts.engine.spark import SparkEngine
+
+    return SparkEngine(spark_or_engine)

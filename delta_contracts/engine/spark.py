@@ -16,19 +16,18 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.engine.base import Engine, EngineError, OpOutcome
+from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.retry import one_line, retrying
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
 from delta_contracts.plan.render import render
+from delta_contracts.sql import expressions as x
 
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
 # Session settings that change what our statements do, pinned for each of them whatever the cluster's
 # defaults: INSERT OVERWRITE (a copy, a copy's first batch) replaces the whole target, never only the

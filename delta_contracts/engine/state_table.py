@@ -102,7 +102,7 @@ class CatalogStateTable:
 
     @property
     def where(self) -> str:
-        from delta_contracts.plan import expressions as x
+        from delta_contracts.sql import expressions as x
 
         return x.sql(x.table(self.name))
 
@@ -165,7 +165,7 @@ class CatalogStateTable:
         if self._created:
             return
 
-        from delta_contracts.plan import expressions as x
+        from delta_contracts.sql import expressions as x
 
         if len(self.name) > 1:
             self.spark.sql(x.sql(exp.Create(this=x.table(self.name[:-1]), kind="SCHEMA", exists=True)))
@@ -183,7 +183,7 @@ def _convert(function: str, name: str, stamp: bool, *, missing: bool = False) ->
     """`function(name) AS name` for a timestamp column, else `name` (NULL when the table lacks it)."""
     from sqlglot import exp
 
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     value: exp.Expr = exp.Null() if missing else x.column(name)
     if stamp and not missing:
@@ -215,7 +215,7 @@ def _columns(schema: Any, *, stamps_as_micros: bool) -> list[Any]:
     """The state table's columns as sqlglot column definitions."""
     from sqlglot import exp
 
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     return [
         exp.ColumnDef(this=x.ident(f.name), kind=x.data_type(_spark_type(f.type, micros=stamps_as_micros)))
@@ -225,7 +225,7 @@ def _columns(schema: Any, *, stamps_as_micros: bool) -> list[Any]:
 
 def _columns_ddl(schema: Any, *, stamps_as_micros: bool) -> str:
     """The columns as a DDL schema string, which `createDataFrame` takes on classic Spark and Connect."""
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     return ", ".join(x.sql(c) for c in _columns(schema, stamps_as_micros=stamps_as_micros))
 

@@ -175,7 +175,7 @@ def check_query(contract: Contract, expression: str) -> str:
     """`SELECT COUNT(*) FROM <table> WHERE NOT (<expression>)`: the rows that break a CHECK (must be 0)."""
     from sqlglot import exp
 
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     query = (
         exp.select(exp.Count(this=exp.Star()))

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
 from delta_contracts.contract.types import canonical, parse_type, widens_to
 from delta_contracts.live import TableId
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import (
     STAMP_ID,
     STAMP_SCHEMA_HASH,
@@ -24,6 +23,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.rules import CheckRule, contract_rules, schema_hash
 from delta_contracts.plan.stamp import STAMP_CONTRACT, contract_stamp
+from delta_contracts.sql import expressions as x
 
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
 TYPE_WIDENING = ("delta.enableTypeWidening", "true")

@@ -9,7 +9,6 @@ from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.pairing import pair_columns
 from delta_contracts.contract.types import canonical, parse_type
 from delta_contracts.live import TableId
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
     COLUMN_MAPPING,
@@ -50,6 +49,7 @@ from delta_contracts.plan.ops import (
     table_name,
 )
 from delta_contracts.plan.rules import contract_rules, not_null_rule
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 
 Enable = Callable[[tuple[str, str], str], None]

@@ -330,7 +330,7 @@ class AddCheck(Op):
 
 
 def violation_predicate(expression: str) -> str:
-    from delta_contracts.plan.expressions import not_true
+    from delta_contracts.sql.expressions import not_true
 
     return not_true(expression)
 
@@ -371,7 +371,7 @@ class SetNotNull(Op):
         return ColumnNullable(self.table, self.column, False)
 
     def precondition(self) -> Condition:
-        from delta_contracts.plan.expressions import is_null
+        from delta_contracts.sql.expressions import is_null
 
         return NoRowsWhere(self.table, is_null(self.column))
 
@@ -401,7 +401,7 @@ class Backfill(Op):
     expression: str
 
     def postcondition(self) -> Condition:
-        from delta_contracts.plan.expressions import backfill_pending, referenced_columns
+        from delta_contracts.sql.expressions import backfill_pending, referenced_columns
 
         # Once a source column is dropped (the contract phase ran) there is nothing left to copy.
         gone = tuple(ColumnAbsent(self.table, c) for c in sorted(referenced_columns(self.expression)))
@@ -488,7 +488,7 @@ class CreateView(Op):
     superseded_by: tuple[tuple[str, str], ...] = ()
 
     def postcondition(self) -> Condition:
-        from delta_contracts.plan.expressions import view_query_text
+        from delta_contracts.sql.expressions import view_query_text
 
         defined = ViewDefined(self.table, view_query_text(self.source, self.columns))
         if not self.superseded_by:
@@ -514,7 +514,7 @@ class DropColumns(Op):
         return AllOf(tuple(ColumnAbsent(self.table, c) for c in self.columns))
 
     def precondition(self) -> Condition | None:
-        from delta_contracts.plan.expressions import backfill_pending
+        from delta_contracts.sql.expressions import backfill_pending
 
         if not self.copies:
             return None

@@ -6,7 +6,6 @@ from functools import singledispatch
 
 from sqlglot import exp
 
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, merge_statement
 from delta_contracts.plan.ops import (
     AddCheck,
@@ -31,6 +30,7 @@ from delta_contracts.plan.ops import (
     SetTableComment,
     WidenType,
 )
+from delta_contracts.sql import expressions as x
 
 
 def render(op: Op) -> str:

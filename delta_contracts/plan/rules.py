@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import canonical
-from delta_contracts.plan import expressions as x
+from delta_contracts.sql import expressions as x
 
 RULE_KINDS = ("min", "max", "enum", "regex")
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 from delta_contracts.live import TableId
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.ops import (
@@ -28,6 +27,7 @@ from delta_contracts.plan.ops import (
     table_name,
 )
 from delta_contracts.plan.render import render
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 
 PHASE_HEADINGS = {

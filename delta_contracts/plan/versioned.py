@@ -7,7 +7,6 @@ from dataclasses import replace
 from delta_contracts.contract.model import Contract, Versioning
 from delta_contracts.contract.pairing import ColumnPairing, pair_columns
 from delta_contracts.contract.types import canonical
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.building import (
     Builder,
     PlanError,
@@ -35,6 +34,7 @@ from delta_contracts.plan.ops import (
     violation_predicate,
 )
 from delta_contracts.plan.rules import contract_rules
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 
 

@@ -20,9 +20,9 @@ from sqlglot import exp
 from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
-from delta_contracts.plan import expressions as x
 from delta_contracts.quality.locate import resolve_contract
 from delta_contracts.quality.rules import row_rules
+from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -208,6 +208,6 @@ def _fail_on_violations(df: Any, contract: Contract, rules: Sequence[Check], sam
 
 
 def _engine_of(df: Any) -> Engine:
-    from delta_contracts.create import as_engine
+    from delta_contracts.engine.select import as_engine
 
     return as_engine(df.sparkSession)

@@ -27,7 +27,7 @@ def resolve_contract(contract: Contract | str | Path, contracts: Path | None = N
     """A contract given as a loaded model, a file path, or an id looked up under `contracts` (./contracts)."""
     if isinstance(contract, Contract):
         return contract
-    from delta_contracts.create import as_contract
+    from delta_contracts.contract.lint import as_contract
 
     path = Path(contract)
     if path.suffix in (".yaml", ".yml") or path.exists():

@@ -23,10 +23,10 @@ from sqlglot import exp
 from delta_contracts.contract.model import Contract, semver_tuple
 from delta_contracts.contract.types import canonical
 from delta_contracts.live import LiveTable, TableId
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE, STAMP_VERSION
 from delta_contracts.quality.locate import history_of
 from delta_contracts.quality.rules import duration
+from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -102,7 +102,7 @@ def read(
     version looked like. Raises PinNotServedError when nothing serves the pin; warns with
     DeprecatedVersionWarning when the served version is deprecated.
     """
-    from delta_contracts.create import as_engine
+    from delta_contracts.engine.select import as_engine
 
     engine = as_engine(spark_or_engine)
     served = resolve(engine, contract_id, version, migrations=migrations, now=now)

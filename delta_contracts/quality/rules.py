@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.model import duration as duration  # one ISO-8601 parser for every stage
 from delta_contracts.contract.types import canonical
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.rules import column_rules, not_null_rule
+from delta_contracts.sql import expressions as x
 
 
 @dataclass(frozen=True, slots=True)

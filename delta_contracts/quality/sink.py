@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from delta_contracts.engine.base import USER_METADATA_CONF
 from delta_contracts.live import TableId
-from delta_contracts.plan import expressions as x
+from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
     from delta_contracts.engine.local import LocalEngine
-
-USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def append(engine: Engine, frame: Any, table: TableId, user_metadata: str) -> None:

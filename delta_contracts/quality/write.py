@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.planner import initial_state
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
 from delta_contracts.quality.locate import resolve_contract
+from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -55,7 +55,7 @@ def write(
     exactly when the contract declares a unique key. A versioned contract writes its versioned table
     (`<table>__v<major>`), never the alias view.
     """
-    from delta_contracts.create import as_engine
+    from delta_contracts.engine.select import as_engine
 
     model = resolve_contract(contract_or_id, contracts)
     live_engine = engine or as_engine(df.sparkSession)

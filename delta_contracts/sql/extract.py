@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from delta_contracts.sql.rewrite import Chunk
 
 from delta_contracts.sql.dialect import DIALECT
-from delta_contracts.sql.names import PATH_FORMATS, names_match, table_name
+from delta_contracts.sql.names import PATH_FORMATS, is_cte_reference, names_match, table_name
 
 __all__ = [
     "PATH_FORMATS",
@@ -287,7 +287,7 @@ def _tables(statement: exp.Expr, catalog: Catalog, dialect: str, depth: int) -> 
     target_ids = {id(t) for t in targets}
     named = [t for t in statement.find_all(exp.Table) if not _in_hint(t)]
     for table in named + _change_feed_tables(statement):
-        if id(table) in target_ids or _is_cte_reference(table):
+        if id(table) in target_ids or is_cte_reference(table):
             continue
         name = table_name(table)
         if name is None:
@@ -359,36 +359,6 @@ def _write_targets(statement: exp.Expr) -> list[exp.Table]:
         if isinstance(target, exp.Table):
             targets.append(target)
     return targets
-
-
-def _is_cte_reference(table: exp.Table) -> bool:
-    from sqlglot import exp
-
-    if table.args.get("db") or table.args.get("catalog"):
-        return False
-    name = table.name.casefold()
-    child: exp.Expr = table
-    node: exp.Expr | None = table.parent
-    while node is not None:
-        if isinstance(node, exp.With):
-            # Inside the definition of a CTE only the CTEs defined before it are visible (all of them under
-            # WITH RECURSIVE): `WITH orders AS (SELECT * FROM orders)` reads the table `orders`.
-            ctes = list(node.expressions)
-            index = next((i for i, cte in enumerate(ctes) if cte is child), len(ctes))
-            visible = ctes if node.args.get("recursive") else ctes[:index]
-            if any(cte.alias_or_name.casefold() == name for cte in visible):
-                return True
-        else:
-            with_ = node.args.get("with_") or node.args.get("with")
-            if (
-                isinstance(with_, exp.With)
-                and with_ is not child
-                and any(cte.alias_or_name.casefold() == name for cte in with_.expressions)
-            ):
-                return True
-        child = node
-        node = node.parent
-    return False
 
 
 def _view_changes(statement: exp.Expr, dialect: str) -> list[tuple[str, str | None]]:

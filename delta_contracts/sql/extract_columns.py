@@ -20,13 +20,13 @@ def columns_read(statement: exp.Expr, catalog: Catalog, dialect: str) -> set[str
     from sqlglot.optimizer.qualify import qualify
     from sqlglot.optimizer.scope import traverse_scope
 
-    from delta_contracts.sql.extract import _is_cte_reference, table_name
+    from delta_contracts.sql.names import is_cte_reference, table_name
 
     tree = _views_inlined(statement.copy(), catalog, dialect)
     real: dict[str, str] = {}  # synthetic table name -> the catalog's name
     schema: dict[str, dict[str, str]] = {}
     for table in list(tree.find_all(exp.Table)):
-        if _is_cte_reference(table) or (name := table_name(table)) is None:
+        if is_cte_reference(table) or (name := table_name(table)) is None:
             continue
         known = catalog.schema_name(name)
         if known is None:
@@ -72,7 +72,7 @@ def _views_inlined(tree: exp.Expr, catalog: Catalog, dialect: str) -> exp.Expr:
     from sqlglot import exp
     from sqlglot.errors import SqlglotError
 
-    from delta_contracts.sql.extract import _is_cte_reference, table_name
+    from delta_contracts.sql.names import is_cte_reference, table_name
 
     if not catalog.views:
         return tree
@@ -80,7 +80,7 @@ def _views_inlined(tree: exp.Expr, catalog: Catalog, dialect: str) -> exp.Expr:
         replaced = False
         for table in list(tree.find_all(exp.Table)):
             name = table_name(table)
-            if name is None or _is_cte_reference(table) or catalog.schema_name(name) is not None:
+            if name is None or is_cte_reference(table) or catalog.schema_name(name) is not None:
                 continue
             view_sql = catalog.view(name)
             if view_sql is None or not isinstance(table.parent, exp.From | exp.Join):

@@ -79,3 +79,34 @@ def names_match(a: list[str], b: list[str]) -> bool:
     """Two dotted names denote the same object when the shorter is a suffix of the longer."""
     n = min(len(a), len(b))
     return n > 0 and a[-n:] == b[-n:]
+
+
+def is_cte_reference(table: exp.Table) -> bool:
+    """Whether an unqualified table reference names a CTE visible where it stands, not a table."""
+    from sqlglot import exp
+
+    if table.args.get("db") or table.args.get("catalog"):
+        return False
+    name = table.name.casefold()
+    child: exp.Expr = table
+    node: exp.Expr | None = table.parent
+    while node is not None:
+        if isinstance(node, exp.With):
+            # Inside the definition of a CTE only the CTEs defined before it are visible (all of them under
+            # WITH RECURSIVE): `WITH orders AS (SELECT * FROM orders)` reads the table `orders`.
+            ctes = list(node.expressions)
+            index = next((i for i, cte in enumerate(ctes) if cte is child), len(ctes))
+            visible = ctes if node.args.get("recursive") else ctes[:index]
+            if any(cte.alias_or_name.casefold() == name for cte in visible):
+                return True
+        else:
+            with_ = node.args.get("with_") or node.args.get("with")
+            if (
+                isinstance(with_, exp.With)
+                and with_ is not child
+                and any(cte.alias_or_name.casefold() == name for cte in with_.expressions)
+            ):
+                return True
+        child = node
+        node = node.parent
+    return False

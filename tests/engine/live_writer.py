@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql.connect.session import SparkSession
 from sqlglot import exp
 
-from delta_contracts.plan import expressions as x
+from delta_contracts.sql import expressions as x
 
 ROWS_PER_COMMIT = 2
 # A producer's cadence, as a micro-batch job's: Delta OSS checks every UPDATE, MERGE or ADD CONSTRAINT

@@ -12,9 +12,9 @@ from delta_contracts.contract.load import load_contract
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine, OpOutcome
 from delta_contracts.live import Commit, LiveTable
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import AddCheck, Op
 from delta_contracts.plan.planner import plan
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import DEFAULT_TARGET
 
 REPO = Path(__file__).resolve().parents[2]

@@ -27,10 +27,10 @@ from typing import Any
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import CopyRows, Migration, Op, Phase
 from delta_contracts.plan.planner import plan
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.recipes import BASE, pair
 

@@ -95,7 +95,7 @@ def run_again(engine: Engine, cells: Sequence[Sequence[str]], schema: str) -> li
 def _names(engine: Engine, schema: str) -> dict[str, str]:
     """The schema's tables and views by name (SHOW rather than `spark.catalog.listTables`, which fails to
     decode its rows without code generation: tests/engine/session_conf.py)."""
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
 
     namespace = x.sql(x.ident(schema))
     names = {row["tableName"] for row in engine.sql(f"SHOW TABLES IN {namespace}") if not row["isTemporary"]}
@@ -105,7 +105,7 @@ def _names(engine: Engine, schema: str) -> dict[str, str]:
 
 def inventory(engine: Engine, schema: str) -> dict[str, Any]:
     """Every table and view of `schema`: its kind and the rows read through it; a table's Delta state too."""
-    from delta_contracts.plan import expressions as x
+    from delta_contracts.sql import expressions as x
     from tests.engine.recipe_run import checksum, table_state
 
     found: dict[str, Any] = {}

@@ -20,10 +20,10 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine, PreconditionFailed
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import Phase
 from delta_contracts.plan.planner import plan
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.engine.conftest import location_of
 from tests.engine.recipe_run import (

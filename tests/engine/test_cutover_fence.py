@@ -17,9 +17,9 @@ import pytest
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine, PreconditionFailed
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import DropColumns, DropTable, LastCatchUp, Migration, Op, Phase, StampContract
 from delta_contracts.plan.planner import plan
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import LATE_ROW, ROWS, create_schema, renamed, run_migration, write_rows

@@ -9,10 +9,10 @@ import pytest
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.planner import plan
 from delta_contracts.quality.enforce import ContractViolationError, enforce, quarantine_name
 from delta_contracts.quality.write import ContractTableMissingError, write
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import DEFAULT_TARGET
 from tests.engine.quality_helpers import create_without_checks, example
 

@@ -7,10 +7,10 @@ import pytest
 
 from delta_contracts.contract.model import Contract, Versioning
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.ops import Phase
 from delta_contracts.plan.planner import plan
 from delta_contracts.quality.write import write
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import DEFAULT_TARGET
 from tests.engine.quality_helpers import example
 from tests.engine.test_enforce import BATCH

@@ -21,8 +21,8 @@ import pytest
 from delta_contracts.apply import apply
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.migrations import load_history, next_migration, write_migration
+from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.engine.apply_child import fork_server
 from tests.engine.conftest import JVM

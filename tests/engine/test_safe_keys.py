@@ -9,9 +9,9 @@ import pytest
 from sqlglot import exp
 
 from delta_contracts.engine.base import Engine, PreconditionFailed
-from delta_contracts.plan import expressions as x
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import Phase
+from delta_contracts.sql import expressions as x
 from tests.engine.recipe_run import create_schema, drop_schema, write_rows
 
 pytestmark = pytest.mark.engine

@@ -10,8 +10,8 @@ import pytest
 
 from delta_contracts.contract.model import Contract, Volume
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan import expressions as x
 from delta_contracts.quality.validate import TableReport, build_query, validate_table
+from delta_contracts.sql import expressions as x
 from tests.engine.quality_helpers import (
     RecordingEngine,
     create_without_checks,

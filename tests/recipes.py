@@ -138,3 +138,16 @@ def base_contract(versioning: str = "in_place") -> Contract:
     doc = copy.deepcopy(BASE)
     doc["table"]["versioning"] = versioning
     return Contract.model_validate(doc)
+
+
+def nullable_rename() -> tuple[Contract, Contract]:
+    """legacy_channel renamed to channel, in place: a rename of a nullable column (the recipe's rename is of
+    a NOT NULL column, whose cutover CHECK refuses every row an old-shape producer writes after the cutover's
+    catch-up; see docs/migrations.md)."""
+    doc = copy.deepcopy(BASE)
+    doc["table"]["versioning"] = "in_place"
+    old = Contract.model_validate(doc)
+    column = next(c for c in doc["columns"] if c["name"] == "legacy_channel")
+    column.update(name="channel", renamed_from="legacy_channel")
+    doc["version"] = "3.0.0"
+    return old, Contract.model_validate(doc)

@@ -10,12 +10,10 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 
 import pytest
 
-from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine, PreconditionFailed
 from delta_contracts.plan.ops import DropColumns, DropTable, LastCatchUp, Migration, Op, Phase, StampContract
 from delta_contracts.plan.planner import plan
@@ -23,7 +21,7 @@ from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import LATE_ROW, ROWS, create_schema, renamed, run_migration, write_rows
-from tests.recipes import BASE, pair
+from tests.recipes import nullable_rename, pair
 
 pytestmark = pytest.mark.engine
 
@@ -68,16 +66,6 @@ def test_versioned_cutover_fences_rows_of_the_old_table(local_engine: Engine) ->
     assert refused.value.count == 1 and refused.value.samples[0]["txn_id"] == "t4"
     assert ids(local_engine, state.physical) == ["t1", "t2", "t3", "t4"]  # nothing dropped
     assert after.physical != state.physical
-
-
-def nullable_rename() -> tuple[Contract, Contract]:
-    doc = copy.deepcopy(BASE)
-    doc["table"]["versioning"] = "in_place"
-    old = Contract.model_validate(doc)
-    column = next(c for c in doc["columns"] if c["name"] == "legacy_channel")
-    column.update(name="channel", renamed_from="legacy_channel")
-    doc["version"] = "3.0.0"
-    return old, Contract.model_validate(doc)
 
 
 @JVM

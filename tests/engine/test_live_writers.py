@@ -28,7 +28,7 @@ from tests.engine.apply_child import fork_server
 from tests.engine.conftest import JVM
 from tests.engine.live_writer import writer_main
 from tests.engine.recipe_run import ROWS, checksum, create_schema, renamed, write_rows
-from tests.recipes import pair
+from tests.recipes import nullable_rename, pair
 
 # On an idle 2-core machine the three cases take about six minutes together (rows written/found: 94/94 with
 # 1 commit retried, 48/48 with 4, 10/10 with 0). On a machine loaded far beyond its cores (load average 20)
@@ -169,23 +169,6 @@ def _last_line(path: Path) -> str:
     """A writer's summary (`committed N rows, …`): the last line it printed."""
     lines = path.read_text(encoding="utf-8").splitlines()
     return lines[-1] if lines else ""
-
-
-def nullable_rename() -> tuple[Contract, Contract]:
-    """legacy_channel renamed to channel, in place. (The recipe's rename is of a NOT NULL column, whose
-    cutover CHECK refuses every row an old-shape producer writes after the cutover's catch-up: see
-    docs/migrations.md.)"""
-    import copy
-
-    from tests.recipes import BASE
-
-    doc = copy.deepcopy(BASE)
-    doc["table"]["versioning"] = "in_place"
-    old = Contract.model_validate(doc)
-    column = next(c for c in doc["columns"] if c["name"] == "legacy_channel")
-    column.update(name="channel", renamed_from="legacy_channel")
-    doc["version"] = "3.0.0"
-    return old, Contract.model_validate(doc)
 
 
 CASES: list[tuple[str, str, list[str]]] = [

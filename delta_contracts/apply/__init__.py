@@ -73,6 +73,7 @@ def apply(
     force_reason: str | None = None,
     break_lease_reason: str | None = None,
     batch_rows: int = 1_000_000,
+    conflict_patience: float | None = None,
     lease_ttl: timedelta | None = None,
     clock: Callable[[], datetime] | None = None,
     readers_freshness: timedelta | None = None,
@@ -82,7 +83,9 @@ def apply(
     """Apply the pending migrations under `migrations/<table id>/` (all tables, or `tables`) on `engine`
     (an Engine, or a SparkSession with delta-spark). `clock` is the gates' "now"; `readers_freshness` how
     recent the readers log must be for a drop's gate to open (`telemetry.freshness` in contracts.yml).
-    `break_lease_reason`: free each table from whoever holds its lease first (recorded in the ledger)."""
+    `break_lease_reason`: free each table from whoever holds its lease first (recorded in the ledger).
+    `conflict_patience`: seconds a statement that lost a commit race to another writer is run again for
+    (the engine's own setting, five minutes, when None)."""
     from dataclasses import replace
 
     from delta_contracts.apply.lease import LeaseHeld, LeaseLost
@@ -94,6 +97,8 @@ def apply(
 
     root = Path(migrations)
     live = engine_for(engine, root)
+    if conflict_patience is not None:
+        live.conflict_patience = conflict_patience
     options = ApplyOptions(
         to_version=to_version,
         phases=frozenset(Phase(p) for p in phases) if phases else frozenset(PHASES),

@@ -4,7 +4,8 @@ Each op: skip when the ledger says it finished; otherwise record `started`, skip
 already holds (state-based idempotency: a crash anywhere converges), check its precondition (counts and
 sample rows, nothing applied), run it — in batches for backfills and copies — and record how it ran and the
 Delta version it produced. Contract-phase ops wait for their gate; a held contract phase does not hold back
-later migrations' other phases (as pgroll's expand/contract), but every later contract op waits behind it.
+later migrations' expand and populate (as pgroll's expand/contract), but every later contract op waits behind
+it, and so does a later versioned cutover: the new table has not what the held drop still keeps for readers.
 """
 
 from __future__ import annotations
@@ -124,6 +125,12 @@ class ChecksumMismatch(ApplyRefused):
             f"{path}: changed since it was applied (ledger {recorded[:19]}…, file {current[:19]}…); "
             "restore it, or accept the change with `delta-contracts rehash`"
         )
+
+
+def moves_readers(stored: StoredMigration, op: Op) -> bool:
+    """Whether `op` belongs to a versioned migration's cutover: from its first op on, the contract's name is
+    on its way to the new table, which holds only what the new contract version has."""
+    return stored.migration.strategy == "versioned" and op.phase is Phase.CUTOVER
 
 
 def _tag(contract: str, stored: StoredMigration, index: int, op: Op, reason: str | None) -> str:
@@ -272,6 +279,10 @@ class Runner:
                     continue
                 is_contract = op.phase is Phase.CONTRACT
                 wait = contract_blocked if is_contract else blocked
+                if wait is None and contract_blocked and moves_readers(stored, op):
+                    # The new table lacks what an earlier migration's drop, not run yet, still keeps for its
+                    # readers: pointing the contract's name at it would drop that for them past the gate.
+                    wait = f"{contract_blocked}; this versioned cutover would take from readers what it keeps"
                 if wait is None and is_contract and early_pending:
                     wait = f"{stored.migration_id}: earlier phases have not finished"
                 if wait is None and op.phase not in self.options.phases:

@@ -20,6 +20,7 @@ from delta_contracts.cli.common import (
     PathsArgument,
 )
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
+from delta_contracts.engine.base import DEFAULT_CONFLICT_PATIENCE
 
 if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult
@@ -139,6 +140,13 @@ def apply_command(
     batch_rows: Annotated[
         int, typer.Option("--batch-rows", help="Rows per backfill/copy batch.")
     ] = 1_000_000,
+    conflict_patience: Annotated[
+        float,
+        typer.Option(
+            "--conflict-patience",
+            help="Seconds a statement that lost a commit race to a concurrent writer is run again for.",
+        ),
+    ] = DEFAULT_CONFLICT_PATIENCE,
     allow_rewrite: Annotated[
         bool,
         typer.Option(
@@ -172,6 +180,9 @@ def apply_command(
         raise typer.Exit(EXIT_INPUT)
     if batch_rows < 1:
         print("error: --batch-rows must be at least 1", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    if not conflict_patience >= 0:  # also refuses nan
+        print("error: --conflict-patience must be 0 seconds or more", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     contracts = load_valid_contracts(paths)
     ids = [item.contract.id for item in contracts.contracts]
@@ -207,6 +218,7 @@ def apply_command(
             force_reason=reason if force else None,
             break_lease_reason=reason if break_lease else None,
             batch_rows=batch_rows,
+            conflict_patience=conflict_patience,
             readers_freshness=freshness,
             on_event=progress,
         )

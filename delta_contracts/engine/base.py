@@ -75,12 +75,17 @@ class OpOutcome:
     detail: str = ""
 
 
+DEFAULT_CONFLICT_PATIENCE = 300.0
+
+
 class Engine(ABC):
     name: str = "engine"
     # `<warehouse>/_delta_contracts`: the apply ledger, leases and the telemetry logs live here.
     state_dir: Path
     # Commits retried after another writer's commit won the race (`engine.retry`), since the engine opened.
     retried: int = 0
+    # Seconds a statement that lost a commit race is run again for (`engine.retry`); `apply` sets it.
+    conflict_patience: float = DEFAULT_CONFLICT_PATIENCE
 
     def count_retry(self, conflict: str) -> None:
         self.retried += 1

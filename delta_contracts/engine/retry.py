@@ -7,7 +7,8 @@ of Delta's concurrent-modification exceptions and commits nothing (delta-spark
 `DELTA_METADATA_CHANGED`, `DELTA_PROTOCOL_CHANGED`). So running the same statement again is safe whenever
 the statement means the same thing on the newer table: the backfill `UPDATE … WHERE new IS NULL`, `ADD
 CONSTRAINT` (Delta checks the rows again), the catch-up `MERGE`, `SET TBLPROPERTIES` and the other metadata
-changes are retried here with a growing, jittered pause. A destructive op (a drop) is not: its pre-check
+changes are retried here with a short, growing, jittered pause, for as long as the run's patience lasts
+(`--conflict-patience`, five minutes by default). A destructive op (a drop) is not: its pre-check
 must count again first, which the next `apply` does; it stops with one line saying so.
 
 The exception reaches Python in several forms: classic PySpark leaves Delta's exceptions unconverted (a
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from delta_contracts.engine.base import EngineError
+from delta_contracts.engine.base import DEFAULT_CONFLICT_PATIENCE, EngineError
 
 T = TypeVar("T")
 
@@ -100,11 +101,12 @@ class CommitConflict(EngineError):
 
     committed_nothing = True  # Delta aborted the transaction: the table's new versions are the others'
 
-    def __init__(self, what: str, conflict: str, attempts: int, retried: bool) -> None:
+    def __init__(self, what: str, conflict: str, attempts: int, retried: bool, seconds: float = 0.0) -> None:
         self.conflict, self.attempts = conflict, attempts
         if retried:
             advice = (
-                f"tried {attempts} times; run `apply` again when the writers are quieter (it resumes here)"
+                f"tried {attempts} times in {seconds:.0f} s; run `apply` again when the writers are quieter "
+                "(it resumes here), or give it more time with --conflict-patience"
             )
         else:
             advice = (
@@ -119,9 +121,15 @@ class CommitConflict(EngineError):
 
 @dataclass(frozen=True)
 class Backoff:
-    attempts: int = 10  # tries in all, the first included
-    first_pause: float = 0.2  # seconds; doubled after every conflict
-    longest_pause: float = 5.0
+    """How a statement that lost a commit race is run again: until it commits or `patience` seconds have
+    passed since its first try. Bounded by time, not by a count of tries, because what decides whether a
+    statement ever commits is the gap between a producer's appends against how long the statement runs,
+    and that is a matter of seconds: a machine under load runs each try slower, and a count of tries that
+    suffices on an idle one runs out there."""
+
+    patience: float = DEFAULT_CONFLICT_PATIENCE  # seconds
+    first_pause: float = 0.1  # seconds; doubled after every conflict
+    longest_pause: float = 2.0  # short: a producer's next append is seconds away, the gap is now
 
     def pause(self, conflicts: int) -> float:
         """How long to wait after the `conflicts`-th conflict: doubling, capped, with jitter so that two
@@ -137,10 +145,14 @@ def retrying(
     retry: bool,
     on_retry: Callable[[str], None],
     backoff: Backoff = Backoff(),  # frozen: one shared default is harmless
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> T:
-    """Run `action`; after a commit conflict run it again (when `retry`) until it commits or the attempts
-    are spent. `on_retry` is told each conflict that is retried. Any other error propagates unchanged."""
+    """Run `action`; after a commit conflict run it again (when `retry`) until it commits or the backoff's
+    patience is spent. `on_retry` is told each conflict that is retried. Any other error propagates
+    unchanged."""
     conflicts = 0
+    began = clock()
     while True:
         try:
             return action()
@@ -149,7 +161,9 @@ def retrying(
             if conflict is None:
                 raise
             conflicts += 1
-            if not retry or conflicts >= backoff.attempts:
-                raise CommitConflict(what, conflict, conflicts, retry) from None
+            pause = backoff.pause(conflicts)
+            elapsed = clock() - began
+            if not retry or elapsed + pause > backoff.patience:
+                raise CommitConflict(what, conflict, conflicts, retry, elapsed) from None
             on_retry(conflict)
-            time.sleep(backoff.pause(conflicts))
+            sleep(pause)

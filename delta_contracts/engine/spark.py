@@ -18,7 +18,7 @@ from typing import Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
-from delta_contracts.engine.retry import one_line, retrying
+from delta_contracts.engine.retry import Backoff, one_line, retrying
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
@@ -279,7 +279,13 @@ class SparkEngine(Engine):
         nothing, and means the same on the newer table)."""
         try:
             with self._statement_settings(tag):
-                retrying(lambda: self.sql(statement), what="a batch", retry=True, on_retry=self.count_retry)
+                retrying(
+                    lambda: self.sql(statement),
+                    what="a batch",
+                    retry=True,
+                    on_retry=self.count_retry,
+                    backoff=Backoff(patience=self.conflict_patience),
+                )
         except spark_statement_errors() as err:
             raise EngineError(one_line(err)) from err
 
@@ -337,6 +343,7 @@ class SparkEngine(Engine):
                     what=where,
                     retry=retried_on_conflict(op),
                     on_retry=self.count_retry,
+                    backoff=Backoff(patience=self.conflict_patience),
                 )
         except spark_statement_errors() as err:
             raise EngineError(f"{where}: {one_line(err)}") from err

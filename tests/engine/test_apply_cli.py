@@ -44,5 +44,7 @@ def test_apply_history_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
     code, out = cli("apply", "--table", "sales.orders", "--warehouse", wh, "--force")
     assert code == 2 and "--force needs --reason" in out
+    code, out = cli("apply", "--table", "sales.orders", "--warehouse", wh, "--conflict-patience", "-1")
+    assert code == 2 and "--conflict-patience must be 0 seconds or more" in out
     code, out = cli("apply", "--table", "nope.nothing", "--warehouse", wh)
     assert code == 2 and "no contract with id nope.nothing" in out

@@ -87,6 +87,57 @@ def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_pat
     assert pending_migrations(load_history(root / contract), rows, contract) == []
 
 
+def test_a_versioned_cutover_waits_behind_an_earlier_held_drop(local_engine: Engine, tmp_path: Path) -> None:
+    """The whole history in one run, 0003's in-place drops held: 0004 (versioned) builds and fills its new
+    table, but its cutover waits, so readers of the contract's name keep the deprecated columns the gate
+    protects. Once the drops are forced they run on the table itself (not skipped through a view), and the
+    cutover follows. The runner's logic is the engine's business nowhere, so the embedded engine suffices."""
+    engine = local_engine
+    root, contract = with_schema(engine, tmp_path)
+    schema = contract.split(".")[0]
+    assert apply(engine, root, tables=[contract], to_version="1.0.0").exit_code == 0
+    insert_rows(engine, schema)
+    held = apply(engine, root, tables=[contract], batch_rows=2)
+    assert held.exit_code == 0, held.failure
+    statuses = _statuses(held)
+    history = load_history(root / contract)
+    versioned = next(s for s in history if s.migration.strategy == "versioned")
+    cutover = [i for i, op in enumerate(versioned.migration.ops, 1) if op.phase.value == "cutover"]
+    before_cutover = [
+        i for i, op in enumerate(versioned.migration.ops, 1) if op.phase.value in {"expand", "populate"}
+    ]
+    key = versioned.migration_id[:4]
+    assert cutover and all(statuses[(key, i)] == "waiting" for i in cutover), statuses
+    assert all(statuses[(key, i)] == "succeeded" for i in before_cutover), statuses
+    first_wait = next(r for r in held.reports if (r.migration_id[:4], r.index) == (key, cutover[0]))
+    assert any("versioned cutover" in why and "held by its gate" in why for why in first_wait.reasons)
+    assert statuses[("0003", 12)] == "held"
+    served = engine.describe((schema, "orders"))
+    assert served is not None and served.column("amount") is not None  # readers still have it
+    assert (schema, "orders") not in engine.views()
+
+    forced = apply(engine, root, tables=[contract], force_reason="approved by owner")
+    assert forced.exit_code == 0, forced.failure
+    after = _statuses(forced)
+    assert after[("0003", 12)] == "forced" and after[("0003", 13)] == "forced", after
+    assert all(after[(key, i)] in {"succeeded", "forced", "skipped"} for i in cutover), after
+    # each drop committed to the table (a Delta version of its own), before the cutover renamed it aside
+    entries = Ledger(engine.state_dir).entries([contract])
+    dropped = [e for e in entries if e.migration_id.startswith("0003") and e.op_index in (12, 13)]
+    assert [(e.op_index, e.status) for e in dropped if e.status in {Status.FORCED, Status.SKIPPED}] == [
+        (12, Status.FORCED),
+        (13, Status.FORCED),
+    ]
+    renamed_at = next(
+        e for e in entries if e.migration_id == versioned.migration_id and e.op_kind == "rename_table"
+    )
+    assert all(e.version is not None for e in dropped if e.status is Status.FORCED)
+    ended = [e.ended_at for e in dropped if e.ended_at is not None]
+    assert ended and renamed_at.started_at is not None and max(ended) <= renamed_at.started_at
+    state = fingerprint(engine, schema)
+    assert len(state["rows"]) == 6 and state["views"] == ["orders", "orders__v2"]
+
+
 def test_failing_tightening_op_reports_counts_and_leaves_the_table(engine: Engine, tmp_path: Path) -> None:
     root, contract = with_schema(engine, tmp_path)
     schema = contract.split(".")[0]

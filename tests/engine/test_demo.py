@@ -40,16 +40,33 @@ def test_demo_runs_the_main_job_end_to_end(tmp_path: Path) -> None:
     assert held and "coupon_code" in held[0], out[-4000:]
     assert any(line.startswith("  - deprecation window P30D since ") for line in lines)
     assert any(
-        # renamed to orders__v2 by 0004 since the drop was planned: its reads count under the new name
-        line.startswith("  - sales.orders__v2.coupon_code: ") and "finance-recon (Databricks SQL)" in line
+        line.startswith("  - sales.orders.coupon_code: ") and "finance-recon (Databricks SQL)" in line
         for line in lines
+    ), out[-4000:]
+    # 3.0.0 (versioned) built and filled its table, but its cutover waits behind the held drops: readers of
+    # sales.orders keep the deprecated columns, and producers are told to write where they read
+    cutover = (
+        "… sales.orders 0004_2.0.0_to_3.0.0 [cutover] op 9: view sales.orders -> sales.orders__v3 (waiting: "
     )
+    assert any(line.startswith(cutover) and "op 12 is held by its gate" in line for line in lines)
+    assert any("sales.orders (still the 2.0.0 table" in line for line in lines)
+    assert any(
+        line.startswith(
+            "sales.orders contract 3.0.0, table sales.orders stamped 2.0.0; read and write sales.orders;"
+        )
+        for line in lines
+    ), out[-4000:]
     # 15 days later the telemetry opens the readers gate; then the owner forces the drops, with a reason.
     assert "sunset gate 15 days later: open" in lines
-    # The in-place drops were made moot by the 3.0.0 copy (skipped); the retired table is dropped, forced.
-    drop = "! sales.orders__v2 0004_2.0.0_to_3.0.0 [contract] op 12: drop table sales.orders__v2 (forced"
-    forced = [line for line in lines if line.startswith(drop)]
-    assert forced, out[-4000:]
+    # Forced, the in-place drops run on the table itself, then 3.0.0's cutover, then its retired table's drop.
+    order = [
+        "! sales.orders 0003_1.1.0_to_2.0.0 [contract] op 12: drop columns coupon_code (forced",
+        "! sales.orders 0003_1.1.0_to_2.0.0 [contract] op 13: drop columns amount (forced",
+        "✓ sales.orders 0004_2.0.0_to_3.0.0 [cutover] op 9: view sales.orders -> sales.orders__v3 (succeeded",
+        "! sales.orders__v2 0004_2.0.0_to_3.0.0 [contract] op 12: drop table sales.orders__v2 (forced",
+    ]
+    found = [next((n for n, line in enumerate(lines) if line.startswith(start)), -1) for start in order]
+    assert -1 not in found and found == sorted(found), (found, out[-4000:])
     reason = "reason: DEMO-1: finance-recon moved to sales.orders (approved by commerce-platform)"
     assert any("op 12 [contract] drop_table: forced" in line and reason in line for line in lines)
     assert "== summary ==" in lines and (tmp_path / "warehouse" / "demo" / "_delta_contracts").is_dir()

@@ -142,9 +142,7 @@ def _history(path: Path, batch: str, start: datetime, days: int, still_reading: 
         at = start + timedelta(days=day, hours=9)
         rows.append(("analytics-mart", "SELECT status, count(*) FROM sales.orders GROUP BY status", at))
         if still_reading:
-            rows.append(
-                ("finance-recon", f"SELECT coupon_code FROM sales.orders WHERE order_id = {day}", at)
-            )
+            rows.append(("finance-recon", f"SELECT coupon_code FROM sales.orders WHERE order_id = {day}", at))
             rows.append(("finance-recon", "SELECT order_id, amount FROM sales.orders WHERE order_id = 1", at))
     if still_reading:  # a broken statement naming the table: a possible reader
         rows.append(("finance-recon", "SELECT amount FROM sales.orders WHERE", start))

@@ -300,16 +300,16 @@ def status_command(
             serving = table if current == planned else describe(current)
             stamped = serving.properties.get(STAMP_VERSION) if serving else None
             pending = [p.to_json() for p in pending_migrations(history, entries, contract.id)]
-            # Producers write where readers read until a versioned cutover moves both: a planned table that
-            # a pending migration is still filling is not theirs yet (docs/migrations.md).
             rows.append(
                 {
                     "contract": contract.id,
                     "version": contract.version,
-                    "table": ".".join(current),
-                    "exists": serving is not None,
+                    "table": ".".join(planned),
+                    "exists": table is not None,
                     "stamped": stamped,
                     "read": contract.id,
+                    # Producers write where readers read until a versioned cutover moves both: a planned
+                    # table that a pending migration is still filling is not theirs yet (docs/migrations.md).
                     "write": write_target(contract, current, serving is not None, views),
                     "pending": pending,
                     "broken": [

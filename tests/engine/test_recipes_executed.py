@@ -117,6 +117,7 @@ def _case(recipe: str, versioning: str) -> Run:
     return lambda engine: execute_case(engine, recipe, versioning, clone_old=True, sql_files=True)
 
 
+@pytest.mark.lane_first  # the differential tests, in another lane, await its runs
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)
 def test_recipe_executes_on_delta(
     spark_engine: Engine, recipe: str, versioning: str, request: pytest.FixtureRequest
@@ -142,6 +143,7 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
 
 
 @JVM
+@pytest.mark.awaits_lane_first
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)
 def test_local_ends_where_spark_ends(
     local_engine: Engine, recipe: str, versioning: str, request: pytest.FixtureRequest
@@ -175,6 +177,7 @@ def test_every_committed_history_has_rows_to_execute_with() -> None:
     assert HISTORIES == ["sales.orders"], "write rows for the new history in recipe_run.HISTORY_ROWS"
 
 
+@pytest.mark.lane_first
 @pytest.mark.parametrize("table", HISTORIES)
 def test_committed_history_executes_on_delta(
     spark_engine: Engine, table: str, request: pytest.FixtureRequest
@@ -185,6 +188,7 @@ def test_committed_history_executes_on_delta(
 
 
 @JVM
+@pytest.mark.awaits_lane_first
 @pytest.mark.parametrize("table", HISTORIES)
 def test_local_ends_where_spark_ends_on_the_committed_history(
     local_engine: Engine, table: str, request: pytest.FixtureRequest

@@ -21,6 +21,10 @@ differential tests (`local` against them, not in the Spark lane) await on the ot
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 FIXTURE_LANES = {
@@ -71,3 +75,26 @@ def place(item: pytest.Item) -> int:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if _distributed(config):
         items.sort(key=place)
+
+
+# The folder the controller makes for its workers to share: the delta-spark runs the differential tests await
+# (tests/engine/test_recipes_executed.py) and the delta-3 run's outcome (tests/engine/delta3_launch.py).
+SHARED_FOLDER = "shared_folder"
+_SHARED = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist controller: tell each worker the folder they share."""
+    config = node.config
+    if _SHARED not in config.stash:
+        config.stash[_SHARED] = Path(tempfile.mkdtemp(prefix="dc-xdist-shared-"))
+    node.workerinput[SHARED_FOLDER] = str(config.stash[_SHARED])
+
+
+def shared_folder(config: pytest.Config) -> Path | None:
+    """The folder pytest-xdist's controller and workers share; None in a plain pytest."""
+    if _SHARED in config.stash:
+        return config.stash[_SHARED]
+    folder = getattr(config, "workerinput", {}).get(SHARED_FOLDER)
+    return Path(folder) if folder else None

@@ -35,8 +35,8 @@ from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.plan.planner import PlanError
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import CaseRun, execute_case, execute_history, table_state
-from tests.engine.test_delta3 import SHARED_FOLDER
 from tests.recipes import RECIPES, pair
+from tests.xdist_lanes import shared_folder
 
 pytestmark = pytest.mark.engine
 
@@ -61,9 +61,9 @@ class Published:
 
 
 def _shared(config: pytest.Config) -> Path | None:
-    """The folder the workers share under pytest-xdist (made by the controller, tests/conftest.py)."""
-    folder = getattr(config, "workerinput", {}).get(SHARED_FOLDER)
-    return Path(folder) / "spark-runs" if folder else None
+    """Where the runs are published under pytest-xdist: in the folder the workers share."""
+    folder = shared_folder(config)
+    return folder / "spark-runs" if folder is not None else None
 
 
 Run = Callable[[Engine], CaseRun]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -21,3 +22,39 @@ os.environ.setdefault("PYSPARK_SUBMIT_ARGS", SUBMIT_ARGS)
 @pytest.fixture
 def examples() -> Path:
     return EXAMPLES
+
+
+# The `engine` marker says a test file touches a live Delta table through an engine: it requests an engine
+# fixture (tests/engine/conftest.py), names an engine class, runs the notebooks (each opens a LocalEngine), or
+# lives in tests/engine. Checked at collection, both ways, so that the marker stays true.
+ENGINE_TESTS = REPO / "tests" / "engine"
+ENGINE_FIXTURES = frozenset(
+    {"local_engine", "spark_engine", "connect_url", "connect_engine", "connect_event_logs", "engine"}
+    | {"every_engine", "local_or_spark", "delta3_results"}
+)
+ENGINE_NAMES = re.compile(r"\b(LocalEngine|SparkEngine|local_delta_session|NotebookClient)\b")
+
+
+def _touches_engine(path: Path, items: list[pytest.Item]) -> bool:
+    if path.is_relative_to(ENGINE_TESTS):
+        return True
+    if any(ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ())) for item in items):
+        return True
+    return ENGINE_NAMES.search(path.read_text(encoding="utf-8")) is not None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k / -m deselection: every test of a file is seen
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    by_file: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        by_file.setdefault(item.path, []).append(item)
+    wrong = []
+    for path, tests in by_file.items():
+        marked = [item.get_closest_marker("engine") is not None for item in tests]
+        touches = _touches_engine(path, tests)
+        if touches and not all(marked):
+            wrong.append(f"{path.relative_to(REPO)} touches an engine: mark it `pytest.mark.engine`")
+        elif not touches and any(marked):
+            wrong.append(f"{path.relative_to(REPO)} touches no engine: remove its `engine` marker")
+    if wrong:
+        raise pytest.UsageError("the `engine` marker is wrong:\n" + "\n".join(wrong))

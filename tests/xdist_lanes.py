@@ -42,7 +42,8 @@ def _group(item: pytest.Item) -> str | None:
     if (marker := item.get_closest_marker("lane")) is not None:
         lane = marker.args[0] if marker.args else None
         if lane is None or lane not in LANE_ORDER:
-            raise pytest.UsageError(f"{item.nodeid}: lane {lane!r} is none of {sorted(map(str, LANE_ORDER))}")
+            lanes = sorted(str(name) for name in LANE_ORDER if name is not None)
+            raise pytest.UsageError(f"{item.nodeid}: lane {lane!r} is none of {lanes}")
         return str(lane)
     fixtures = set(getattr(item, "fixturenames", ()))
     params = getattr(getattr(item, "callspec", None), "params", {})

@@ -114,13 +114,13 @@ def test_first_acquires_race_on_a_fresh_lease_table(tmp_path: Path) -> None:
 
 # -- process identity (issue 29, item 4) ---------------------------------------------------------------------
 HOLD = """
-import os, sys, time
+import os, sys
 from pathlib import Path
 from delta_contracts.apply.lease import Lease
 lease = Lease(Path(sys.argv[1]), "t").acquire()
 print(os.getpid(), flush=True)
 if sys.argv[2] == "hold":
-    time.sleep(120)
+    sys.stdin.read()  # held until the test closes our stdin or kills us
 os._exit(0)  # gone without releasing: killed, as far as the lease can tell
 """
 
@@ -134,7 +134,11 @@ def in_new_pid_namespace(folder: Path, mode: str) -> subprocess.Popen[str]:
         pytest.skip("util-linux unshare is not installed")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     return subprocess.Popen(
-        [*command, sys.executable, "-c", HOLD, str(folder), mode], stdout=subprocess.PIPE, text=True, env=env
+        [*command, sys.executable, "-c", HOLD, str(folder), mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 

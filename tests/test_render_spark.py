@@ -29,6 +29,9 @@ from tests.spark_parser import assert_one_statement, classic_session, spark_pars
 # opt-out (the same variable as the engine suite's) skips it.
 F = TypeVar("F", bound=Callable[..., Any])
 _OPTED_OUT = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
+# Spark's parser is a classic Delta session (tests/spark_parser.py): in the Spark lane it is the suite's own,
+# so the worker runs one JVM instead of two (tests/xdist_lanes.py).
+pytestmark = pytest.mark.lane("spark")
 
 
 @pytest.fixture

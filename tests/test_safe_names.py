@@ -34,6 +34,10 @@ from tests.builders import MINIMAL
 from tests.spark_parser import classic_session, spark_parse
 from tests.test_render_spark import jvm, needs_spark  # noqa: F401  (jvm: the fixture needs_spark uses)
 
+# Spark's parser is a classic Delta session (tests/spark_parser.py): in the Spark lane it is the suite's own,
+# so the worker runs one JVM instead of two (tests/xdist_lanes.py).
+pytestmark = pytest.mark.lane("spark")
+
 _HOSTILE = ["/", "\\", "..", ".", " ", "-", "`", "'", '"', ";", "--", "/*", "\n", "\t", "\0", "${"]
 _HOSTILE += ["名", "é", "🚀"]
 _PLAIN = "abcxyzABCZ019_"

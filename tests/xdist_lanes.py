@@ -3,7 +3,16 @@
 The tests on the suite's delta-spark session run in one group and those on its Spark Connect server in
 another, so that each JVM is started once per run, by the one worker that needs it; every other test goes to
 whichever worker is free, and the delta-3 tests, which await the delta-3 run (a JVM of its own, started at
-collection), come last. Without `--dist loadgroup` (a plain `pytest`) nothing changes.
+collection, tests/engine/delta3_launch.py), come last. Without `--dist loadgroup` (a plain `pytest`) nothing
+changes.
+
+Tests say what they need, by the fixtures they request or by markers (registered in pyproject.toml), never by
+their node id here:
+- a fixture of `FIXTURE_LANES` puts a test in that lane;
+- `@pytest.mark.lane("spark")` puts a test (or a module, by `pytestmark`) in a lane without such a fixture;
+- `@pytest.mark.lane_first`: first in its lane, because tests of another lane await what it publishes;
+- `@pytest.mark.awaits_lane_first`: after every lane's own tests, because it awaits what a `lane_first` test
+  publishes.
 
 The Spark lane is the longest, so it starts with the recipes executed on delta-spark, whose runs the
 differential tests (`local` against them, not in the Spark lane) await on the other worker near its end
@@ -12,28 +21,35 @@ differential tests (`local` against them, not in the Spark lane) await on the ot
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+from typing import Any
+
 import pytest
 
-JVM_GROUPS = {"spark_engine": "spark", "connect_url": "connect", "connect_engine": "connect"}
-DELTA3_TESTS = "tests/engine/test_delta3.py"
-EXECUTED = ("tests/engine/test_recipes_executed.py::test_recipe_executes_on_delta",
-            "tests/engine/test_recipes_executed.py::test_committed_history_executes_on_delta")  # fmt: skip
-DIFFERENTIAL = "tests/engine/test_recipes_executed.py::test_local_ends_where_spark_ends"
-# Parse with a classic Delta session (tests/spark_parser.py): in the Spark lane it is the suite's own, so the
-# worker runs one JVM instead of two.
-PARSER_TESTS = ("tests/test_render_spark.py", "tests/test_safe_names.py")
+FIXTURE_LANES = {
+    "spark_engine": "spark",
+    "connect_url": "connect",
+    "connect_engine": "connect",
+    "delta3_results": "delta3",
+}
+# Where each lane's tests come in the order; a test that needs two lanes' JVMs goes to the earlier lane.
+LANE_ORDER = {"spark": 1, "connect": 2, None: 3, "delta3": 5}
+FIRST, AWAITING = 0, 4  # before every lane; after every lane but the delta-3 one, whose run is the longest
 
 
 def _group(item: pytest.Item) -> str | None:
-    if item.nodeid.startswith(DELTA3_TESTS):
-        return "delta3"
-    if item.nodeid.startswith(PARSER_TESTS):
-        return "spark"
+    if (marker := item.get_closest_marker("lane")) is not None:
+        lane = marker.args[0] if marker.args else None
+        if lane is None or lane not in LANE_ORDER:
+            lanes = sorted(str(name) for name in LANE_ORDER if name is not None)
+            raise pytest.UsageError(f"{item.nodeid}: lane {lane!r} is none of {lanes}")
+        return str(lane)
     fixtures = set(getattr(item, "fixturenames", ()))
     params = getattr(getattr(item, "callspec", None), "params", {})
-    named = {JVM_GROUPS[f] for f in fixtures if f in JVM_GROUPS}
+    named = {FIXTURE_LANES[f] for f in fixtures if f in FIXTURE_LANES}
     named |= {str(v) for v in params.values() if str(v) in ("spark", "connect")}
-    return "spark" if "spark" in named else next(iter(named), None)
+    return min(named, key=LANE_ORDER.__getitem__, default=None)
 
 
 def _distributed(config: pytest.Config) -> bool:
@@ -48,16 +64,38 @@ def pytest_itemcollected(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.xdist_group(group))
 
 
+def place(item: pytest.Item) -> int:
+    """Where the test comes in a worker's order (the sort is stable: each group keeps its tests' order)."""
+    if item.get_closest_marker("lane_first") is not None:
+        return FIRST
+    if item.get_closest_marker("awaits_lane_first") is not None:
+        return AWAITING
+    return LANE_ORDER[_group(item)]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not _distributed(config):
-        return
-    order = {"spark": 1, "connect": 2, None: 3, "delta3": 5}
+    if _distributed(config):
+        items.sort(key=place)
 
-    def place(item: pytest.Item) -> int:
-        if item.nodeid.startswith(EXECUTED):
-            return 0  # first in the Spark lane
-        if item.nodeid.startswith(DIFFERENTIAL):
-            return 4  # they await the executed tests' runs
-        return order[_group(item)]
 
-    items.sort(key=place)  # stable: each group keeps its tests' order
+# The folder the controller makes for its workers to share: the delta-spark runs the differential tests await
+# (tests/engine/test_recipes_executed.py) and the delta-3 run's outcome (tests/engine/delta3_launch.py).
+SHARED_FOLDER = "shared_folder"
+_SHARED = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist controller: tell each worker the folder they share."""
+    config = node.config
+    if _SHARED not in config.stash:
+        config.stash[_SHARED] = Path(tempfile.mkdtemp(prefix="dc-xdist-shared-"))
+    node.workerinput[SHARED_FOLDER] = str(config.stash[_SHARED])
+
+
+def shared_folder(config: pytest.Config) -> Path | None:
+    """The folder pytest-xdist's controller and workers share; None in a plain pytest."""
+    if _SHARED in config.stash:
+        return config.stash[_SHARED]
+    folder = getattr(config, "workerinput", {}).get(SHARED_FOLDER)
+    return Path(folder) if folder else None

@@ -4,11 +4,12 @@ once per test run instead of once per process (about 2 s of each of the crash te
 Each child opens its engine afresh (Sail, or a Connect session), so nothing it runs is shared.
 
 SPEC: warehouse, migrations, contract, to_version, force_reason, batch_rows, kill_on (SIGKILL itself at the
-boundary of that name), killed_log (where the boundary it died at is appended), hold (seconds to sleep at the
-first boundary, so that a racing process meets the lease), engine (`local`, the default, or `connect`: a
-session on the Spark Connect server with delta-spark at `url`, whose catalog outlives the process),
-insert_rows (after applying, load the test rows), before (specs of applies to run first in the same process
-and engine, each of which must succeed). The process exits with apply's exit code.
+boundary of that name), killed_log (where the boundary it died at is appended), hold_until (a file: at the
+first boundary, the lease taken, wait until it exists, so that a racing process meets the lease), engine
+(`local`, the default, or `connect`: a session on the Spark Connect server with delta-spark at `url`, whose
+catalog outlives the process), insert_rows (after applying, load the test rows), before (specs of applies to
+run first in the same process and engine, each of which must succeed). The process exits with apply's exit
+code.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def _apply(engine: Engine, spec: dict[str, Any]) -> int:
     def boundary(name: str) -> None:
         nonlocal seen
         seen += 1
-        if seen == 1 and spec.get("hold"):
-            time.sleep(float(spec["hold"]))
+        if seen == 1 and spec.get("hold_until"):
+            wait_for(Path(spec["hold_until"]))
         if name == spec.get("kill_on"):
             with Path(spec["killed_log"]).open("a", encoding="utf-8") as log:
                 log.write(name + "\n")
@@ -104,6 +105,13 @@ def _apply(engine: Engine, spec: dict[str, Any]) -> int:
     for contract, error in result.refused:
         print(f"refused {contract}: {error}")
     return result.exit_code
+
+
+def wait_for(release: Path, timeout: float = 600) -> None:
+    """Until the test creates `release`; at the deadline the child goes on, and the test's asserts say why."""
+    deadline = time.monotonic() + timeout
+    while not release.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _engine(spec: dict[str, Any]) -> Engine:

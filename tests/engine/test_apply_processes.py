@@ -8,6 +8,7 @@ import itertools
 import time
 from collections import Counter
 from collections.abc import Sequence
+from multiprocessing.connection import wait
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
@@ -149,16 +150,22 @@ def test_killed_at_every_boundary_converges_to_an_uninterrupted_run(tmp_path: Pa
 def test_two_runners_one_table(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     """Two `apply` processes started together: exactly one runs, the other exits 3 naming the holder. On
     `connect` both are sessions of the suite's Spark Connect server with delta-spark. The race is for the
-    lease, taken before the first op: the winner holds it a few seconds, then applies the first migration."""
+    lease, taken before the first op: the winner holds it, waiting at its first boundary until the loser has
+    ended, then applies the first migration."""
     warehouse = tmp_path / "wh"
     schema = f"raced_{engine}"
     root, contract = orders_migrations(tmp_path, schema)
-    spec = {"warehouse": str(warehouse), "migrations": str(root), "contract": contract, "hold": 4}
-    spec |= {"to_version": "1.0.0", "engine": engine}
+    release = tmp_path / "release"
+    spec = {"warehouse": str(warehouse), "migrations": str(root), "contract": contract}
+    spec |= {"to_version": "1.0.0", "engine": engine, "hold_until": str(release)}
     if engine == "connect":
         spec["url"] = request.getfixturevalue("connect_url")
     warehouse.mkdir()
     first, second = child(spec, tmp_path), child(spec, tmp_path)
+    # One ends (refused: the other holds the lease) while the other waits at its first boundary; were both
+    # let through, neither would end here, and both, released at the deadline, would exit 0 below.
+    wait([first[0].sentinel, second[0].sentinel], timeout=600)
+    release.touch()
     results = [finish(*first, timeout=600), finish(*second, timeout=600)]
     codes = sorted(code for code, _ in results)
     assert codes == [0, 3], results

@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine, PreconditionFailed
-from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+from delta_contracts.plan.catch_up import CLOCK_MARGIN_MS, CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import Phase
 from delta_contracts.plan.planner import plan
 from delta_contracts.sql import expressions as x
@@ -139,6 +139,19 @@ def produce(engine: Engine, table: tuple[str, ...]) -> None:
     engine.sql(x.sql(exp.Delete(this=x.table(table), where=exp.Where(this=gone))))
 
 
+TICK_MS = 20  # a file's time may lag the clock by a tick of the kernel's coarse clock
+
+
+def wait_past_the_clock_margin(engine: Engine, table: tuple[str, ...], timeout: float = 30) -> None:
+    """Until a commit made now would be stamped more than the catch-up's clock margin after the table's last
+    commit: a table created from now on reads the change feed from after that commit (`change_feed_start`)."""
+    last = max(commit.timestamp_ms for commit in engine.history(table))
+    deadline = time.monotonic() + timeout
+    while time.time() * 1000 <= last + CLOCK_MARGIN_MS + TICK_MS:
+        assert time.monotonic() < deadline, f"the clock did not pass {last} + {CLOCK_MARGIN_MS} ms"
+        time.sleep(0.01)
+
+
 def catch_up_case(
     engine: Engine, properties: dict[str, str] | None = None, *, keyed: bool = True
 ) -> dict[str, Any]:
@@ -152,8 +165,8 @@ def catch_up_case(
     engine.check_supported(created.ops)
     run_migration(engine, created, "create")
     write_rows(engine, state.physical, [*ROWS, *MORE_ROWS, *(() if keyed else (NEIGHBOUR_ROW, QUIET_ROW))])
-    if properties:
-        time.sleep(1.5)  # the rows above were written before the new table: the feed is read after them
+    if properties:  # the rows above were written before the new table: the feed is read after them
+        wait_past_the_clock_margin(engine, state.physical)
     migration, _ = plan(old, new, Target.DELTA_4, state=state)
     engine.check_supported(migration.ops)
     catch_up = next(op for op in migration.ops if isinstance(op, CatchUpRows))

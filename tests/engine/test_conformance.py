@@ -37,6 +37,8 @@ from delta_contracts.plan.ops import (
 )
 from tests.engine.conftest import location_of, log_row_count, log_state
 
+pytestmark = pytest.mark.engine
+
 E = Phase.EXPAND
 GATE = Gate("P30D", "P14D", "delta_contracts.deprecated.columns", ("x",))
 _counter = itertools.count()

@@ -21,6 +21,8 @@ from delta_contracts.engine.local import LocalEngine
 from delta_contracts.plan.planner import initial_state
 from tests.engine.conftest import location_of
 
+pytestmark = pytest.mark.engine
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = {
     load_contract(p).contract.id: load_contract(p).contract for p in contract_files([REPO / "contracts"])

@@ -9,8 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from delta_contracts.engine.local import LocalEngine
 from delta_contracts.plan.migrations import load_history
+
+pytestmark = pytest.mark.engine
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -35,8 +35,8 @@ from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.plan.planner import PlanError
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import CaseRun, execute_case, execute_history, table_state
-from tests.engine.test_delta3 import SHARED_FOLDER
 from tests.recipes import RECIPES, pair
+from tests.xdist_lanes import shared_folder
 
 pytestmark = pytest.mark.engine
 
@@ -61,9 +61,9 @@ class Published:
 
 
 def _shared(config: pytest.Config) -> Path | None:
-    """The folder the workers share under pytest-xdist (made by the controller, tests/conftest.py)."""
-    folder = getattr(config, "workerinput", {}).get(SHARED_FOLDER)
-    return Path(folder) / "spark-runs" if folder else None
+    """Where the runs are published under pytest-xdist: in the folder the workers share."""
+    folder = shared_folder(config)
+    return folder / "spark-runs" if folder is not None else None
 
 
 Run = Callable[[Engine], CaseRun]
@@ -117,6 +117,7 @@ def _case(recipe: str, versioning: str) -> Run:
     return lambda engine: execute_case(engine, recipe, versioning, clone_old=True, sql_files=True)
 
 
+@pytest.mark.lane_first  # the differential tests, in another lane, await its runs
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)
 def test_recipe_executes_on_delta(
     spark_engine: Engine, recipe: str, versioning: str, request: pytest.FixtureRequest
@@ -142,6 +143,7 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
 
 
 @JVM
+@pytest.mark.awaits_lane_first
 @pytest.mark.parametrize(("recipe", "versioning"), CASES)
 def test_local_ends_where_spark_ends(
     local_engine: Engine, recipe: str, versioning: str, request: pytest.FixtureRequest
@@ -175,6 +177,7 @@ def test_every_committed_history_has_rows_to_execute_with() -> None:
     assert HISTORIES == ["sales.orders"], "write rows for the new history in recipe_run.HISTORY_ROWS"
 
 
+@pytest.mark.lane_first
 @pytest.mark.parametrize("table", HISTORIES)
 def test_committed_history_executes_on_delta(
     spark_engine: Engine, table: str, request: pytest.FixtureRequest
@@ -185,6 +188,7 @@ def test_committed_history_executes_on_delta(
 
 
 @JVM
+@pytest.mark.awaits_lane_first
 @pytest.mark.parametrize("table", HISTORIES)
 def test_local_ends_where_spark_ends_on_the_committed_history(
     local_engine: Engine, table: str, request: pytest.FixtureRequest

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark_sql_names import engine_fallback_parser
 from delta_contracts.sql.extract import Catalog, extract
 from tests.engine.conftest import JVM
+
+pytestmark = pytest.mark.engine
 
 CATALOG = Catalog(schemas={"logistics.shipments": ("shipment_id", "notes", "dest")})
 

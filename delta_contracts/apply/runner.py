@@ -3,9 +3,8 @@
 Each op: skip when the ledger says it finished; otherwise record `started`, skip when its postcondition
 already holds (state-based idempotency: a crash anywhere converges), check its precondition (counts and
 sample rows, nothing applied), run it — in batches for backfills and copies — and record how it ran and the
-Delta version it produced. Contract-phase ops wait for their gate; a held contract phase does not hold back
-later migrations' expand and populate (as pgroll's expand/contract), but every later contract op waits behind
-it, and so does a later versioned cutover: the new table has not what the held drop still keeps for readers.
+Delta version it produced. Which ops run, and which wait or are held at their gates, is
+`apply.schedule`'s.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 
 from delta_contracts.apply import ledger as lg
@@ -26,7 +26,8 @@ from delta_contracts.apply.gates import (
     under_later_names,
 )
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
-from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
+from delta_contracts.apply.schedule import Schedule, Verdict
+from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase, table_name
@@ -127,12 +128,6 @@ class ChecksumMismatch(ApplyRefused):
         )
 
 
-def moves_readers(stored: StoredMigration, op: Op) -> bool:
-    """Whether `op` belongs to a versioned migration's cutover: from its first op on, the contract's name is
-    on its way to the new table, which holds only what the new contract version has."""
-    return stored.migration.strategy == "versioned" and op.phase is Phase.CUTOVER
-
-
 def _tag(contract: str, stored: StoredMigration, index: int, op: Op, reason: str | None) -> str:
     meta: dict[str, object] = {
         "contract": contract,
@@ -171,6 +166,21 @@ def _sql(op: Op) -> str:
         return render(op)
     except TypeError:  # ops with no single statement (clustering on some targets)
         return ""
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """How an op that started ended, when it did not fail: the ledger row's status and what it ran."""
+
+    status: lg.Status
+    table: str  # the table it left (a rename's new name)
+    path: str  # how it ran: sql | delta-rs | delta-spark | catalog | rewrite | skipped
+    version: int | None
+    detail: str
+
+
+def _joined(detail: str, more: str) -> str:
+    return f"{detail}; {more}" if detail else more
 
 
 class Runner:
@@ -255,8 +265,7 @@ class Runner:
             if self.options.to_version is None
             or semver_tuple(m.migration.to_version) <= semver_tuple(self.options.to_version)
         ]
-        blocked: str | None = None  # why expand/populate/cutover ops stop here
-        contract_blocked: str | None = None  # why contract ops wait
+        schedule = Schedule(self.options.phases, self.options.force_reason, partial(self._gate, contract))
         for stored in wanted:
             ops = stored.migration.ops
             if baseline is not None and semver_tuple(stored.migration.to_version) <= semver_tuple(baseline):
@@ -269,70 +278,17 @@ class Runner:
                 self.engine.check_supported(todo)
             except EngineError as err:
                 raise ApplyRefused(f"{stored.json_path}: {err}") from None
-            early_pending = False
-            for index, op in enumerate(ops, start=1):
-                # A catch-up that must run right before a later op runs again while that op has not
-                # finished: rows it must catch may have come since it ran (its postcondition says).
-                rerun = op.checked_again and any(i not in done for i in range(index + 1, len(ops) + 1))
-                if index in done and not rerun:
-                    self._emit(run, self._report(contract, stored, index, op, OpStatus.DONE))
+            for index, op, decision in schedule.decisions(stored, done):
+                if decision.verdict is not Verdict.RUN:
+                    status = OpStatus(decision.verdict.value)
+                    reasons = decision.reasons
+                    self._emit(run, self._report(contract, stored, index, op, status, reasons=reasons))
                     continue
-                is_contract = op.phase is Phase.CONTRACT
-                wait = contract_blocked if is_contract else blocked
-                if wait is None and contract_blocked and moves_readers(stored, op):
-                    # The new table lacks what an earlier migration's drop, not run yet, still keeps for its
-                    # readers: pointing the contract's name at it would drop that for them past the gate.
-                    wait = f"{contract_blocked}; this versioned cutover would take from readers what it keeps"
-                if wait is None and is_contract and early_pending:
-                    wait = f"{stored.migration_id}: earlier phases have not finished"
-                if wait is None and op.phase not in self.options.phases:
-                    wait = f"phase {op.phase.value} not selected (--phase)"
-                forced = None
-                # A destructive op waits for its gate, and so does a catch-up that must run right before it.
-                if wait is None and is_contract and (op.destructive or getattr(op, "gate", None)):
-                    shut = self._gate(contract, stored, index, op)
-                    if shut and self.options.force_reason:
-                        forced = self.options.force_reason
-                    elif shut:
-                        gate = getattr(op, "gate", None)
-                        held = self._report(
-                            contract,
-                            stored,
-                            index,
-                            op,
-                            OpStatus.HELD,
-                            reasons=shut,
-                            gate=gate.describe() if gate else "",
-                        )
-                        self._emit(run, held)
-                        contract_blocked = f"{stored.migration_id} op {index} is held by its gate"
-                        continue
-                if wait is not None:
-                    self._emit(run, self._waiting(contract, stored, index, op, wait))
-                    if is_contract:
-                        contract_blocked = wait
-                    else:
-                        blocked, early_pending = wait, True
-                    continue
-                report = self._run_op(contract, stored, index, op, lease, forced)
+                report = self._run_op(contract, stored, index, op, lease, decision.forced)
                 self._emit(run, report)
                 if report.status is OpStatus.FAILED:
                     run.failure = report
                     return
-
-    def _waiting(self, contract: str, stored: StoredMigration, index: int, op: Op, wait: str) -> OpReport:
-        """An op that cannot run yet. A drop among them still says what its own gate waits for: with several
-        drops pending, each is listed (held) with its own reasons, not only the first one."""
-        if op.phase is Phase.CONTRACT and op.destructive and op.phase in self.options.phases:
-            shut = self._gate(contract, stored, index, op)
-            if shut:
-                return self._report(
-                    contract, stored, index, op, OpStatus.HELD, reasons=(*shut, f"and {wait}")
-                )
-            return self._report(
-                contract, stored, index, op, OpStatus.WAITING, reasons=(wait, "its own gate is open")
-            )
-        return self._report(contract, stored, index, op, OpStatus.WAITING, reasons=(wait,))
 
     def _verify_checksums(self, contract: str, history: Sequence[StoredMigration]) -> None:
         for stored in history:
@@ -428,6 +384,7 @@ class Runner:
         lease: Lease | None,
         forced: str | None,
     ) -> OpReport:
+        """Start (a ledger row, nothing run yet), attempt (skip, pre-check, run), then record how it ended."""
         if self.options.dry_run:
             holds = self.engine.postcondition_holds(op)
             return self._report(
@@ -435,9 +392,7 @@ class Runner:
             )
         assert lease is not None
         lease.renew_if_due()
-        started = lg.now()
-        before = self._version(op)
-        name = f"{stored.migration_id} op {index}"
+        started, before = lg.now(), self._version(op)
         self._record(
             self._entry(
                 contract,
@@ -451,26 +406,13 @@ class Runner:
             )
         )
         self._emit(TableRun(contract), self._report(contract, stored, index, op, OpStatus.RUNNING))
+        name = f"{stored.migration_id} op {index}"
         self._boundary(f"{name} started")
-        tag = _tag(contract, stored, index, op, forced)
         retried_before = self.engine.retried
         try:
-            table = table_name(op.table)
-            reads = Reads()  # the skip check and the pre-check read the table once (the lease is held)
-            if self.engine.postcondition_holds(op, reads):
-                status, path, version, detail = (
-                    lg.Status.SKIPPED,
-                    "skipped",
-                    None,
-                    "postcondition already holds",
-                )
-            else:
-                self.engine.check_precondition(op, reads)
-                table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
-                status = lg.Status.FORCED if forced else lg.Status.SUCCEEDED
+            attempt = self._attempt(contract, stored, index, op, lease, forced, before)
         except (EngineError, PreconditionFailed) as err:
             message = str(err) or type(err).__name__
-            retries = self.engine.retried - retried_before
             self._record(
                 self._entry(
                     contract,
@@ -485,11 +427,14 @@ class Runner:
                     error=message,
                 )
             )
+            retries = self.engine.retried - retried_before
             return self._report(contract, stored, index, op, OpStatus.FAILED, detail=message, retries=retries)
         retries = self.engine.retried - retried_before
         if retries:
-            detail = f"{detail}; " if detail else ""
-            detail += f"{retries} commit(s) retried after another writer's won"
+            attempt = replace(
+                attempt,
+                detail=_joined(attempt.detail, f"{retries} commit(s) retried after another writer's won"),
+            )
         self._boundary(f"{name} ran")
         self._record(
             self._entry(
@@ -497,15 +442,15 @@ class Runner:
                 stored,
                 index,
                 op,
-                status,
-                table=table,
-                renamed_from=table_name(op.table) if table != table_name(op.table) else "",
+                attempt.status,
+                table=attempt.table,
+                renamed_from=table_name(op.table) if attempt.table != table_name(op.table) else "",
                 started_at=started,
                 ended_at=lg.now(),
                 version_before=before,
-                version=version,
-                path=path,
-                detail=detail,
+                version=attempt.version,
+                path=attempt.path,
+                detail=attempt.detail,
                 reason=forced or "",
             )
         )
@@ -515,13 +460,31 @@ class Runner:
             stored,
             index,
             op,
-            OpStatus(status.value),
-            path=path,
-            version=version,
-            detail=detail,
-            table=table,
+            OpStatus(attempt.status.value),
+            path=attempt.path,
+            version=attempt.version,
+            detail=attempt.detail,
+            table=attempt.table,
             retries=retries,
         )
+
+    def _attempt(
+        self,
+        contract: str,
+        stored: StoredMigration,
+        index: int,
+        op: Op,
+        lease: Lease,
+        forced: str | None,
+        before: int | None,
+    ) -> Attempt:
+        """Skip the op when its postcondition holds, else check its precondition and run it (the lease keeps
+        other runners off the table meanwhile)."""
+        if self.engine.skip_or_check(op):
+            return Attempt(lg.Status.SKIPPED, table_name(op.table), "skipped", None, SKIPPED_DETAIL)
+        tag = _tag(contract, stored, index, op, forced)
+        table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
+        return Attempt(lg.Status.FORCED if forced else lg.Status.SUCCEEDED, table, path, version, detail)
 
     def _execute(
         self,

@@ -76,6 +76,7 @@ class OpOutcome:
 
 
 DEFAULT_CONFLICT_PATIENCE = 300.0
+SKIPPED_DETAIL = "postcondition already holds"
 
 
 class Engine(ABC):
@@ -225,11 +226,18 @@ class Engine(ABC):
         """State-based and idempotent: skip an op whose postcondition holds, check, run, verify.
 
         Recording what ran is the caller's (`delta_contracts.apply` writes the ledger)."""
-        reads = Reads()  # the skip check and the pre-check read the table once
-        if self.postcondition_holds(op, reads):
-            return OpOutcome(op.kind, ".".join(op.table), None, "skipped", "postcondition already holds")
-        self.check_precondition(op, reads)
+        if self.skip_or_check(op):
+            return OpOutcome(op.kind, ".".join(op.table), None, "skipped", SKIPPED_DETAIL)
         return self.run_verified(op, tag=tag)
+
+    def skip_or_check(self, op: Op) -> bool:
+        """True when the op's postcondition already holds (nothing to run); otherwise check its precondition
+        (PreconditionFailed when rows break it) and return False. The two read the table once."""
+        reads = Reads()
+        if self.postcondition_holds(op, reads):
+            return True
+        self.check_precondition(op, reads)
+        return False
 
     def run_verified(
         self, op: Op, *, tag: str | None = None, before: int | Unread | None = Unread.UNREAD

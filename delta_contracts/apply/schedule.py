@@ -1,0 +1,115 @@
+"""What each op of a table's pending migrations does in this run: runs, is held at its gate, waits (and why),
+or was done before.
+
+The rules, in the order they are checked:
+- an op the ledger says finished is done, unless it is a catch-up that must run again right before a later op
+  of its migration that has not finished (rows it must catch may have come since it ran);
+- a contract-phase op waits behind an earlier contract op that has not run; an expand, populate or cutover op
+  waits behind an earlier one of those that has not run;
+- a later *versioned* migration's cutover also waits behind an earlier contract op that has not run: its new
+  table lacks what that drop still keeps for readers, and pointing the contract's name at it would take that
+  from them past the gate;
+- a contract op waits until its migration's earlier phases have finished, and any op whose phase was not
+  selected (`--phase`) waits;
+- a destructive op, and a catch-up that must run right before one, waits for its gate (held), unless the run
+  forces gates with a reason.
+
+A held contract phase does not hold back later migrations' expand and populate (as pgroll's expand/contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+
+from delta_contracts.plan.migrations import StoredMigration
+from delta_contracts.plan.ops import Op, Phase
+
+
+class Verdict(StrEnum):
+    DONE = "done"
+    RUN = "run"
+    HELD = "held"  # its own gate is shut
+    WAITING = "waiting"  # behind another op, or its phase was not selected
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reasons: tuple[str, ...] = ()
+    forced: str | None = None  # the reason a shut gate is forced open
+
+
+# Why the op's gate is shut (empty: open). Called only for ops that have a gate or destroy something.
+GateCheck = Callable[[StoredMigration, int, Op], tuple[str, ...]]
+
+
+def moves_readers(stored: StoredMigration, op: Op) -> bool:
+    """Whether `op` belongs to a versioned migration's cutover: from its first op on, the contract's name is
+    on its way to the new table, which holds only what the new contract version has."""
+    return stored.migration.strategy == "versioned" and op.phase is Phase.CUTOVER
+
+
+class Schedule:
+    """The decisions for one table's migrations, in order; it carries across them what blocks what."""
+
+    def __init__(self, phases: Collection[Phase], force_reason: str | None, gate: GateCheck) -> None:
+        self.phases, self.force_reason, self.gate = phases, force_reason, gate
+        self.blocked: str | None = None  # why expand/populate/cutover ops wait
+        self.contract_blocked: str | None = None  # why contract ops wait
+
+    def decisions(self, stored: StoredMigration, done: Collection[int]) -> Iterator[tuple[int, Op, Decision]]:
+        """Each op of `stored` with what to do with it; `done`: the indexes the ledger says finished."""
+        ops = stored.migration.ops
+        early_pending = False
+        for index, op in enumerate(ops, start=1):
+            rerun = op.checked_again and any(i not in done for i in range(index + 1, len(ops) + 1))
+            if index in done and not rerun:
+                yield index, op, Decision(Verdict.DONE)
+                continue
+            wait = self._wait(stored, index, op, early_pending)
+            if wait is not None:
+                if op.phase is Phase.CONTRACT:
+                    self.contract_blocked = wait
+                else:
+                    self.blocked, early_pending = wait, True
+                yield index, op, self._waiting(stored, index, op, wait)
+                continue
+            decision = self._at_gate(stored, index, op)
+            if decision.verdict is Verdict.HELD:
+                self.contract_blocked = f"{stored.migration_id} op {index} is held by its gate"
+            yield index, op, decision
+
+    def _wait(self, stored: StoredMigration, index: int, op: Op, early_pending: bool) -> str | None:
+        is_contract = op.phase is Phase.CONTRACT
+        wait = self.contract_blocked if is_contract else self.blocked
+        if wait is None and self.contract_blocked and moves_readers(stored, op):
+            wait = f"{self.contract_blocked}; this versioned cutover would take from readers what it keeps"
+        if wait is None and is_contract and early_pending:
+            wait = f"{stored.migration_id}: earlier phases have not finished"
+        if wait is None and op.phase not in self.phases:
+            wait = f"phase {op.phase.value} not selected (--phase)"
+        return wait
+
+    def _at_gate(self, stored: StoredMigration, index: int, op: Op) -> Decision:
+        """Run, forced or held: a destructive op waits for its gate, and so does a catch-up that must run
+        right before it."""
+        if op.phase is not Phase.CONTRACT or not (op.destructive or getattr(op, "gate", None)):
+            return Decision(Verdict.RUN)
+        shut = self.gate(stored, index, op)
+        if not shut:
+            return Decision(Verdict.RUN)
+        if self.force_reason:
+            return Decision(Verdict.RUN, forced=self.force_reason)
+        return Decision(Verdict.HELD, shut)
+
+    def _waiting(self, stored: StoredMigration, index: int, op: Op, wait: str) -> Decision:
+        """An op that cannot run yet. A drop among them still says what its own gate waits for: with several
+        drops pending, each is listed (held) with its own reasons, not only the first one."""
+        if op.phase is Phase.CONTRACT and op.destructive and op.phase in self.phases:
+            shut = self.gate(stored, index, op)
+            if shut:
+                return Decision(Verdict.HELD, (*shut, f"and {wait}"))
+            return Decision(Verdict.WAITING, (wait, "its own gate is open"))
+        return Decision(Verdict.WAITING, (wait,))

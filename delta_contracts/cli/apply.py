@@ -20,7 +20,7 @@ from delta_contracts.cli.common import (
     PathsArgument,
 )
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
-from delta_contracts.engine.base import DEFAULT_CONFLICT_PATIENCE
+from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 
 if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult

@@ -9,6 +9,7 @@ from enum import Enum, auto
 from pathlib import Path
 from typing import Any
 
+from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 from delta_contracts.engine.state_table import PathStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.plan.conditions import (
@@ -75,7 +76,6 @@ class OpOutcome:
     detail: str = ""
 
 
-DEFAULT_CONFLICT_PATIENCE = 300.0
 SKIPPED_DETAIL = "postcondition already holds"
 
 

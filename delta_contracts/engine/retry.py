@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from delta_contracts.engine.base import DEFAULT_CONFLICT_PATIENCE, EngineError
+from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
+from delta_contracts.engine.base import EngineError
 
 T = TypeVar("T")
 

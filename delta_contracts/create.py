@@ -89,7 +89,7 @@ def create_table(
             raise EngineError(f"{err}\n(nothing was left behind: the create was undone)") from err
         err.add_note("nothing was left behind: the create was undone")
         raise
-    from delta_contracts.apply.ledger import Ledger, record_created
+    from delta_contracts.ledger import Ledger, record_created
 
     record_created(
         Ledger(engine.ledger_table()), model.id, model.version, migration.ops, outcomes, engine.name

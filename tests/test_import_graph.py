@@ -148,3 +148,21 @@ def test_the_pure_core_imports_no_higher_stage_and_no_spark() -> None:
         if _stage(target) in HIGHER or target.split(".")[0] in ("pyspark", "delta", "pysail", "deltalake")
     )
     assert wrong == []
+
+
+def _stage_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The graph between stages: a subpackage (`apply`, `telemetry` …) or a top-level module (`ledger`)."""
+    stages: dict[str, set[str]] = {}
+    for module, targets in edges.items():
+        outgoing = stages.setdefault(_stage(module), set())
+        outgoing |= {_stage(t) for t in targets if t.startswith("delta_contracts")} - {_stage(module)}
+    return stages
+
+
+def test_no_import_cycle_between_stages() -> None:
+    # a stage that imports another imports it whole: `telemetry` reading `apply`'s ledger while `apply` reads
+    # `telemetry`'s gate made the two one tangle, though no two modules imported each other
+    stages = {
+        f"delta_contracts.{s}": {f"delta_contracts.{t}" for t in ts} for s, ts in _stage_graph(GRAPH).items()
+    }
+    assert _cycles(stages) == []

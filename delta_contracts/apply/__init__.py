@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
-    from delta_contracts.apply.ledger import Ledger
     from delta_contracts.apply.runner import OpReport, TableRun
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
+    from delta_contracts.ledger import Ledger
     from delta_contracts.plan.ops import Phase
 
 EXIT_DONE, EXIT_FAILED, EXIT_INPUT, EXIT_HELD = 0, 1, 2, 3
@@ -152,7 +152,7 @@ def apply(
 def break_lease(engine: Engine, contract: str, reason: str) -> str | None:
     """Free `contract`'s table from the runner holding its lease, recording who and why in the ledger; the
     holder's description, or None when nobody held it."""
-    from delta_contracts.apply import ledger as lg
+    from delta_contracts import ledger as lg
     from delta_contracts.apply.lease import Lease
 
     holder = Lease(engine.state_dir, contract).break_lease(reason)
@@ -230,7 +230,7 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
     """Accept the migration files of `contract` as they are now: rewrite its `migrations.sum` and record the
     new checksum of every applied migration that changed, in `ledger` (or the one in a state folder). Returns
     the migration ids rehashed."""
-    from delta_contracts.apply import ledger as lg
+    from delta_contracts import ledger as lg
     from delta_contracts.plan.migrations import (
         SUM_FILE,
         compute_sum,
@@ -287,7 +287,7 @@ def discard(
     """Remove the last planned migration of `contract` when nothing of it reached the table (it failed a
     pre-check, or never ran), so that the fixed contract can be planned again at the same version. The
     removal is recorded in the ledger; returns the files removed."""
-    from delta_contracts.apply import ledger as lg
+    from delta_contracts import ledger as lg
     from delta_contracts.plan.migrations import (
         SUM_FILE,
         compute_sum,

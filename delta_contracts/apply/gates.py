@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from delta_contracts.apply.ledger import LedgerEntry, Status
+from delta_contracts.ledger import LedgerEntry, Status
 from delta_contracts.live import Commit
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Gate, MarkDeprecated, Op, table_name

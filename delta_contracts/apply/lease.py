@@ -23,8 +23,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.apply.ledger import storage_errors, who
 from delta_contracts.engine.state_table import snapshot_rows
+from delta_contracts.ledger import storage_errors, who
 from delta_contracts.paths import inside
 
 LEASES_DIR = "leases"

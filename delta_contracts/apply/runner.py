@@ -17,7 +17,7 @@ from enum import StrEnum
 from functools import partial
 from pathlib import Path
 
-from delta_contracts.apply import ledger as lg
+from delta_contracts import ledger as lg
 from delta_contracts.apply.gates import (
     canonical_gate_objects,
     evaluate,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from delta_contracts.apply import ledger as lg
+from delta_contracts import ledger as lg
 from delta_contracts.live import TableId
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES

@@ -24,9 +24,9 @@ from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 
 if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult
-    from delta_contracts.apply.ledger import Ledger, LedgerEntry
     from delta_contracts.apply.runner import OpReport
     from delta_contracts.cli.common import ContractSet
+    from delta_contracts.ledger import Ledger, LedgerEntry
 
 TableOption = Annotated[
     list[str] | None, typer.Option("--table", help="Contract/table id to apply (repeatable). Default: all.")
@@ -65,10 +65,10 @@ def _ledger(
 ) -> Iterator[Ledger]:
     """The ledger the flags, environment and contracts.yml choose: the Delta table in the warehouse, read
     with no engine started, or the catalog table contracts.yml names for `spark`/`connect` (through it)."""
-    from delta_contracts.apply.ledger import Ledger
     from delta_contracts.cli.common import choose_engine
     from delta_contracts.cli.tables import _open
     from delta_contracts.engine.state_table import StateTableError
+    from delta_contracts.ledger import Ledger
 
     choice = choose_engine(contracts.project, engine, url, warehouse, conf or ())
     try:
@@ -299,8 +299,8 @@ def history_command(
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """The apply ledger, newest first: migration, phase, op, status, Delta version, user, duration, reason."""
-    from delta_contracts.apply.ledger import Status
     from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.ledger import Status
 
     contracts = load_valid_contracts([contracts_path])
     with _ledger(contracts, engine, url, warehouse, conf) as ledger:

@@ -23,9 +23,9 @@ from delta_contracts.cli.common import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from delta_contracts.apply.ledger import LedgerEntry
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
+    from delta_contracts.ledger import LedgerEntry
     from delta_contracts.live import LiveTable, TableId
 
 EngineOption = Annotated[
@@ -93,8 +93,8 @@ def _open(
 
 def _ledger_entries(live: Engine) -> list[LedgerEntry]:
     """Every ledger row; an unreadable ledger ends the command (exit 2) with its name and why."""
-    from delta_contracts.apply.ledger import Ledger
     from delta_contracts.engine.state_table import StateTableError
+    from delta_contracts.ledger import Ledger
 
     try:
         return Ledger(live.ledger_table()).entries()
@@ -195,10 +195,10 @@ def drift_command(
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
-    from delta_contracts.apply.ledger import claimed
     from delta_contracts.apply.status import live_physical
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.drift import DriftItem, alias_drift, commit_drift, compatibility_drift, table_drift
+    from delta_contracts.ledger import claimed
     from delta_contracts.quality.read import unreadable_view
 
     contracts = load_valid_contracts(paths)

@@ -264,7 +264,7 @@ def retire_command(
 ) -> None:
     """Retire a source nobody will collect again (a one-off export): the gate stops requiring it to be fresh
     and to cover the window; the reads it logged still count. Collecting it again brings it back."""
-    from delta_contracts.apply.ledger import who
+    from delta_contracts.ledger import who
     from delta_contracts.telemetry.log import retire_source
 
     state = _choice(_contracts(contracts), None, None, warehouse).warehouse / "_delta_contracts"

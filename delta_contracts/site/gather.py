@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from delta_contracts.apply.ledger import LedgerEntry
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.diff.history import ContractVersion
     from delta_contracts.drift import DriftItem
     from delta_contracts.engine.base import Engine
+    from delta_contracts.ledger import LedgerEntry
     from delta_contracts.telemetry.report import ObjectReport
 
 APPLIED, PENDING, WAITING, FAILED, NOT_NEEDED, UNKNOWN = (
@@ -135,8 +135,8 @@ def gather(
 
 
 def _ledger(engine: Engine | None, state_dir: Path) -> tuple[list[LedgerEntry] | None, str]:
-    from delta_contracts.apply.ledger import Ledger
     from delta_contracts.engine.state_table import StateTableError
+    from delta_contracts.ledger import Ledger
 
     if engine is not None:
         table = engine.ledger_table()
@@ -181,7 +181,7 @@ def _migrations(
     state_dir: Path,
     now: datetime,
 ) -> tuple[list[MigrationState], str]:
-    from delta_contracts.apply import ledger as lg
+    from delta_contracts import ledger as lg
     from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
     from delta_contracts.contract.model import duration, semver_tuple
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
@@ -325,9 +325,9 @@ def _readers(loaded: LoadedContract, rows: list[dict[str, object]]) -> list[Obje
 def _live(
     engine: Engine, project: LoadedProject, loaded: LoadedContract, entries: list[LedgerEntry] | None
 ) -> tuple[list[DriftItem], dict[str, str]]:
-    from delta_contracts.apply.ledger import claimed
     from delta_contracts.apply.status import live_physical
     from delta_contracts.drift import alias_drift, commit_drift, table_drift
+    from delta_contracts.ledger import claimed
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
     from delta_contracts.plan.ops import STAMP_VERSION
     from delta_contracts.plan.planner import initial_state

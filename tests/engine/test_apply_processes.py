@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from delta_contracts.apply.ledger import DONE, Ledger, Status
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
+from delta_contracts.ledger import DONE, Ledger, Status
 from delta_contracts.plan.migrations import load_history
 from tests.engine.apply_child import fork_server, forked_main
 from tests.engine.apply_support import ROWS, fingerprint, orders_migrations

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.apply import apply, rehash
-from delta_contracts.apply.ledger import Ledger, Status, claimed
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.apply.status import pending_migrations
 from delta_contracts.drift import commit_drift
 from delta_contracts.engine.base import Engine
+from delta_contracts.ledger import Ledger, Status, claimed
 from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
 from tests.engine.apply_support import fingerprint, insert_rows, orders_migrations, with_schema
 

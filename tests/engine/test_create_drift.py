@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from delta_contracts.apply.ledger import Ledger, claimed
 from delta_contracts.contract.load import contract_files, load_contract
 from delta_contracts.contract.model import Contract
 from delta_contracts.create import ContractMismatchError, create_table
 from delta_contracts.drift import commit_drift, table_drift
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
+from delta_contracts.ledger import Ledger, claimed
 from delta_contracts.plan.planner import initial_state
 from tests.engine.conftest import location_of
 

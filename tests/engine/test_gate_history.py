@@ -20,13 +20,13 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_contracts.apply import apply
-from delta_contracts.apply.ledger import Ledger
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.cli import app
 from delta_contracts.contract.load import parse_contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
 from delta_contracts.engine.spark import SparkEngine
+from delta_contracts.ledger import Ledger
 from delta_contracts.plan.migrations import load_history, next_migration, write_migration
 from delta_contracts.target import Target
 from delta_contracts.telemetry.log import Watermark, read_rows, record_watermark, retire_source

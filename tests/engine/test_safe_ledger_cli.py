@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from delta_contracts.apply import ledger as lg
+from delta_contracts import ledger as lg
 from delta_contracts.apply.lease import Lease
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine, EngineError

@@ -4,7 +4,8 @@
 comments, stamp), registered with `@comparator` as Alembic's autogenerate registers its comparators, so a
 new aspect is one function. Columns the table still carries because they await their gated drop (listed in
 `delta_contracts.deprecated.columns`) are reported as "deprecated, awaiting drop", not as drift; a
-`<column>_not_null` CHECK satisfies `nullable: false` (OSS Delta has no SET NOT NULL).
+`<column>_not_null` CHECK satisfies `nullable: false` (the planner adds one where the target has no SET NOT
+NULL: `target.NO_SET_NOT_NULL`).
 """
 
 from __future__ import annotations

@@ -47,3 +47,10 @@ class Target(StrEnum):
 
 
 DEFAULT_TARGET = Target.DELTA_4
+
+# What the planner and the engines say of SET NOT NULL on OSS Delta, said once: the planner's reason for the
+# CHECK it adds instead (rendered into migration files), and an OSS engine's refusal of a SetNotNull op.
+NO_SET_NOT_NULL = "OSS Delta has no SET NOT NULL"
+SET_NOT_NULL_REFUSAL = (
+    f"{NO_SET_NOT_NULL}; plan for target {Target.DELTA_3}/{Target.DELTA_4} (a CHECK is used)"
+)

@@ -18,7 +18,7 @@ from delta_contracts.contract.model import Contract
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.planner import PlanError, plan
 from delta_contracts.plan.render import render
-from delta_contracts.plan.serialize import KINDS
+from delta_contracts.plan.serialize import known_ops
 from delta_contracts.plan.sqlfile import precheck_queries
 from delta_contracts.target import Target
 from tests.engine.conftest import SKIP_SPARK
@@ -67,7 +67,7 @@ ALL_OPS = every_planned_op()
 
 def test_recipes_cover_every_op_kind() -> None:
     # Every kind a migration file can hold, those defined beside `ops` (the cutover catch-up) included.
-    known = set(KINDS.values())
+    known = set(known_ops().values())
     covered = {type(op) for op in ALL_OPS}
     assert covered == known, known ^ covered
 

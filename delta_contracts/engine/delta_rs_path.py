@@ -1,6 +1,7 @@
 """The local engine's metadata changes through delta-rs (`DeltaTable.alter`), one per op class.
 
-Used only where `local_routes` says delta-rs can commit to the table (its writer features allow it).
+Used only where the local engine's capability table (`capabilities.LOCAL`) says delta-rs can commit to the
+table (its writer features allow it).
 """
 
 from __future__ import annotations

@@ -6,10 +6,10 @@ Ops that reach delta-spark (a local JVM session, ~6-10 s to start; Java 17 and t
 DROP COLUMNS; enabling column mapping on a table; ALTER COLUMN TYPE / SET DEFAULT / DROP DEFAULT on a table
 this engine did not create in this process (Sail commits those and then fails); ADD COLUMN on a column-mapped
 table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables whose features delta-rs cannot write
-(column defaults, type widening). Which path an op takes is decided from the Delta log before it runs
-(`local_routes`). Where delta-spark cannot start, such ops are refused before anything runs — unless the
-engine was opened with `allow_rewrite=True`, which rebuilds the table and keeps the old one as a backup
-(`rewrite`).
+(column defaults, type widening). Which path an op takes is decided from the Delta log before it runs, by
+the engine's capability table (`capabilities.LOCAL`). Where delta-spark cannot start, such ops are refused
+before anything runs — unless the engine was opened with `allow_rewrite=True`, which rebuilds the table and
+keeps the old one as a backup (`rewrite`).
 
 Sail's catalog lives in memory, so it is rebuilt at start: every Delta table under
 `<warehouse>/<schema>/<table>` is registered by location and views are re-created from
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import warnings
@@ -37,13 +36,14 @@ from sqlglot.errors import SqlglotError
 from delta_contracts.contract.errors import first_line
 from delta_contracts.engine import deltalog, rewrite
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
+from delta_contracts.engine.capabilities import LOCAL, How
 from delta_contracts.engine.delta_rs_path import delta_rs_change
 from delta_contracts.engine.delta_spark_path import DeltaSparkPath
-from delta_contracts.engine.local_routes import TableFacts, Tool, project, route
+from delta_contracts.engine.local_routes import TableFacts, project
 from delta_contracts.engine.rewrite import StepHook
 from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.paths import OutsideRoot, inside
-from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import (
     AddCheck,
     CopyRows,
@@ -53,15 +53,11 @@ from delta_contracts.plan.ops import (
     DropTable,
     Op,
     RenameTable,
-    SetClustering,
-    SetNotNull,
-    SetProperties,
 )
 from delta_contracts.plan.render import build, render
 from delta_contracts.sql import expressions as x
 
 STATE_DIR = "_delta_contracts"
-_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds case
 
 
 def _start_sail() -> tuple[Any, Any]:
@@ -258,15 +254,17 @@ class LocalEngine(Engine):
         if reason is not None:
             raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {reason}")
         local = replace(op, table=self.local_id(op.table))
-        path = route(local, self.facts(local.table))
+        path = LOCAL.route(local, self.facts(local.table))
         try:
-            if path.tool is Tool.DELTA_SPARK:
+            if path.how is How.DELTA_SPARK:
                 return self._by_delta_spark(local, tag, path.why)
-            if path.tool is Tool.DELTA_RS:
+            if path.how is How.DELTA_RS:
                 return self._by_delta_rs(local, tag)
-            if path.tool is Tool.CATALOG:
+            if path.how is How.CATALOG:
                 return self._by_catalog(local)
-            return self._by_sail(local, tag)
+            if path.how is How.SQL:
+                return self._by_sail(local, tag)
+            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {path.why}")
         except EngineError:
             raise
         except Exception as err:  # Sail (Spark Connect), delta-rs and delta-spark errors, told with the op
@@ -286,18 +284,18 @@ class LocalEngine(Engine):
             why = self._reason(op, current)
             if why is not None:
                 reasons.append(f"{op.summary()}: {why}")
-            facts[table] = project(op, current, route(op, current).tool)
+            how = LOCAL.route(op, current).how
+            facts[table] = project(op, current, rewrites_registration=how in (How.DELTA_RS, How.DELTA_SPARK))
             if isinstance(op, RenameTable):
                 facts[self.local_id(op.new_name)] = replace(current, sail_knows_schema=False)
         if reasons:
             raise EngineError(f"the {self.name} engine cannot run this migration:\n  " + "\n  ".join(reasons))
 
     def _reason(self, op: Op, facts: TableFacts) -> str | None:
-        static = _sail_refusal(op)
-        if static is not None:
-            return static
-        path = route(op, facts)
-        if path.tool is not Tool.DELTA_SPARK:
+        path = LOCAL.route(op, facts)
+        if path.how is How.REFUSED:
+            return path.why
+        if path.how is not How.DELTA_SPARK:
             return None
         unavailable = self._delta_spark.unavailable_reason()
         if unavailable is None or self.allow_rewrite:
@@ -462,30 +460,6 @@ class LocalEngine(Engine):
     def _step(self, name: str) -> None:
         if self._on_step is not None:
             self._on_step(name)
-
-
-def _sail_refusal(op: Op) -> str | None:
-    """What Sail 0.7.2 cannot do faithfully on any path (measured)."""
-    if isinstance(op, SetNotNull):
-        return "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)"
-    if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED:
-        return "Sail 0.7.2 has no table_changes to read a Change Data Feed; use --engine spark"
-    if isinstance(op, SetClustering) or (isinstance(op, CreateTable) and op.clustered_by):
-        return "Sail 0.7.2 has no CLUSTER BY; use --engine spark for liquid clustering"
-    properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
-    if properties.get("delta.enableChangeDataFeed", "false").lower() == "true":
-        return (
-            "Sail 0.7.2 cannot write Change Data Feed tables "
-            "('Unsupported table features required: [ChangeDataFeed]'); use --engine spark"
-        )
-    if isinstance(op, AddCheck):
-        awkward = sorted(c for c in x.referenced_columns(op.expression) if not _PLAIN_NAME.match(c))
-        if awkward:
-            return (
-                f"Sail 0.7.2 stores CHECK expressions without identifier quotes, so a rule on {awkward} "
-                "would leave a constraint no writer can parse; use --engine spark"
-            )
-    return None
 
 
 def _create_statement(op: CreateTable, location: Path) -> exp.Expr:

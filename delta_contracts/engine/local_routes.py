@@ -1,43 +1,19 @@
-"""Which tool the local engine runs an op with, decided before it runs from what the table is.
+"""What the local engine's routes read: the table's facts as its Delta log states them, and the named
+conditions of its capability table (`capabilities.LOCAL`).
 
-Sail runs SQL, delta-rs commits metadata changes, delta-spark (started only when needed) runs what neither can
-do on the table itself. The choice follows the table's protocol and properties as the Delta log states them,
-never an error message. Facts measured with pysail 0.7.2, deltalake 1.6.6, delta-spark 4.4 (DESIGN.md):
-
-- delta-rs refuses every commit on a table whose writer features include one it lacks (measured:
-  `typeWidening`, `allowColumnDefaults`), and ADD COLUMN on column-mapped tables.
-- Sail has no DROP COLUMNS; enabling column mapping through its SET TBLPROPERTIES leaves fields without
-  physical names.
-- Sail's ALTER COLUMN (TYPE, SET/DROP DEFAULT) on a table its catalog knows only by location (registered
-  in another session, or again after a delta-rs change) commits to the Delta log and then fails
-  ("column … does not exist"); registering a partitioned table with its schema is refused by Sail, so such
-  ops go to delta-spark unless this engine created the table itself.
+The choice of tool follows the table's protocol and properties as the Delta log states them, never an error
+message. `project` carries the facts across a whole migration, so that it is checked before any op runs.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
-from enum import StrEnum
-from functools import singledispatch
 
 from delta_contracts.live import LEGACY_WRITER_FEATURES, LiveTable
-from delta_contracts.plan.ops import (
-    AddColumn,
-    CreateTable,
-    CreateView,
-    DropCheck,
-    DropColumnDefault,
-    DropColumns,
-    DropNotNull,
-    DropTable,
-    Op,
-    RenameTable,
-    SetColumnComment,
-    SetColumnDefault,
-    SetProperties,
-    SetTableComment,
-    WidenType,
-)
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+from delta_contracts.plan.ops import AddCheck, CreateTable, DropTable, Op, RenameTable, SetProperties
+from delta_contracts.sql import expressions as x
 
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
 # Writer features delta-rs 1.6.6 commits metadata changes under (measured: comment, constraint, NOT NULL).
@@ -47,19 +23,7 @@ _FEATURE_PROPERTIES = {
     "delta.enableChangeDataFeed": "changeDataFeed",
     "delta.enableDeletionVectors": "deletionVectors",
 }
-
-
-class Tool(StrEnum):
-    SAIL = "sql"
-    DELTA_RS = "delta-rs"
-    DELTA_SPARK = "delta-spark"
-    CATALOG = "catalog"  # directory moves and deletes under the warehouse
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    tool: Tool
-    why: str = ""  # why the op cannot stay on Sail / delta-rs (said when delta-spark is needed)
+_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds case
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +48,6 @@ class TableFacts:
             sail_knows_schema=sail_knows_schema,
         )
 
-    @property
-    def delta_rs_commits(self) -> bool:
-        return self.writer_features <= DELTA_RS_WRITER_FEATURES
-
-    def delta_rs_refusal(self) -> str:
-        lacking = sorted(self.writer_features - DELTA_RS_WRITER_FEATURES)
-        return f"delta-rs cannot commit to a table with the writer features {lacking}"
-
 
 def features_of(properties: dict[str, str]) -> set[str]:
     """Writer features a set of table properties turns on."""
@@ -102,78 +58,61 @@ def features_of(properties: dict[str, str]) -> set[str]:
     return found
 
 
-@singledispatch
-def route(op: Op, facts: TableFacts) -> Route:
-    """Sail's SQL, unless a registered rule below says otherwise."""
-    return Route(Tool.SAIL)
+# -- conditions of the capability table: (op, the table's facts) -> whether the case applies ---------------
+def lacks_delta_rs_writer_features(op: Op, facts: TableFacts) -> bool:
+    return not facts.writer_features <= DELTA_RS_WRITER_FEATURES
 
 
-def _delta_rs_or_spark(op: Op, facts: TableFacts) -> Route:
-    if facts.delta_rs_commits:
-        return Route(Tool.DELTA_RS)
-    return Route(Tool.DELTA_SPARK, facts.delta_rs_refusal())
+def writer_features_delta_rs_lacks(op: Op, facts: TableFacts) -> str:
+    return str(sorted(facts.writer_features - DELTA_RS_WRITER_FEATURES))
 
 
-route.register(SetColumnComment, _delta_rs_or_spark)
-route.register(SetTableComment, _delta_rs_or_spark)
-route.register(DropCheck, _delta_rs_or_spark)
-route.register(DropNotNull, _delta_rs_or_spark)
+def is_column_mapped(op: Op, facts: TableFacts) -> bool:
+    return facts.mapped
 
 
-@route.register
-def _(op: AddColumn, facts: TableFacts) -> Route:
-    if facts.mapped:
-        return Route(Tool.DELTA_SPARK, "delta-rs cannot add columns to a column-mapped table")
-    return _delta_rs_or_spark(op, facts)
+def known_to_sail_by_location_only(op: Op, facts: TableFacts) -> bool:
+    return not facts.sail_knows_schema
 
 
-def _sail_alter_column(op: Op, facts: TableFacts) -> Route:
-    if facts.sail_knows_schema:
-        return Route(Tool.SAIL)
-    return Route(
-        Tool.DELTA_SPARK,
-        "Sail's ALTER COLUMN fails after committing on a table it knows only by location (not created by "
-        "this engine in this process)",
-    )
+def enables_column_mapping(op: Op, facts: TableFacts) -> bool:
+    """The op turns column mapping on for a table that has none yet."""
+    wanted = dict(op.properties).get(COLUMN_MAPPING_MODE, "none") if isinstance(op, SetProperties) else "none"
+    return wanted != "none" and not facts.mapped
 
 
-route.register(WidenType, _sail_alter_column)
-route.register(SetColumnDefault, _sail_alter_column)
-route.register(DropColumnDefault, _sail_alter_column)
+def enables_change_data_feed(op: Op, facts: TableFacts) -> bool:
+    properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
+    return properties.get("delta.enableChangeDataFeed", "false").lower() == "true"
 
 
-@route.register
-def _(op: SetProperties, facts: TableFacts) -> Route:
-    if dict(op.properties).get(COLUMN_MAPPING_MODE, "none") != "none" and not facts.mapped:
-        return Route(
-            Tool.DELTA_SPARK,
-            "Sail enables column mapping without giving fields physical names, and delta-rs cannot enable it",
-        )
-    return Route(Tool.SAIL)
+def creates_clustered_table(op: Op, facts: TableFacts) -> bool:
+    return isinstance(op, CreateTable) and bool(op.clustered_by)
 
 
-@route.register
-def _(op: DropColumns, facts: TableFacts) -> Route:
-    return Route(Tool.DELTA_SPARK, "Sail and delta-rs have no DROP COLUMNS")
+def reads_change_data_feed(op: Op, facts: TableFacts) -> bool:
+    return isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED
 
 
-@route.register
-def _(op: RenameTable, facts: TableFacts) -> Route:
-    return Route(Tool.CATALOG)
+def _names_needing_quotes(op: Op) -> list[str]:
+    if not isinstance(op, AddCheck):
+        return []
+    return sorted(c for c in x.referenced_columns(op.expression) if not _PLAIN_NAME.match(c))
 
 
-@route.register
-def _(op: DropTable, facts: TableFacts) -> Route:
-    return Route(Tool.CATALOG)
+def check_reads_names_needing_quotes(op: Op, facts: TableFacts) -> bool:
+    """A CHECK over a column whose name only parses quoted (Sail would store the expression unquoted)."""
+    return bool(_names_needing_quotes(op))
 
 
-@route.register
-def _(op: CreateView, facts: TableFacts) -> Route:
-    return Route(Tool.SAIL)
+def names_needing_quotes(op: Op, facts: TableFacts) -> str:
+    return str(_names_needing_quotes(op))
 
 
-def project(op: Op, facts: TableFacts, tool: Tool) -> TableFacts:
-    """The facts of `op.table` once `op` has run (to check a whole migration before any op runs)."""
+def project(op: Op, facts: TableFacts, *, rewrites_registration: bool) -> TableFacts:
+    """The facts of `op.table` once `op` has run (to check a whole migration before any op runs).
+    `rewrites_registration`: the op runs outside Sail (delta-rs, delta-spark), which registers the table
+    again, by location only."""
     if isinstance(op, CreateTable):
         properties = dict(op.properties)
         features = features_of(properties)
@@ -194,6 +133,6 @@ def project(op: Op, facts: TableFacts, tool: Tool) -> TableFacts:
             writer_features=facts.writer_features | features,
             mapped=facts.mapped or "columnMapping" in features,
         )
-    if tool in (Tool.DELTA_RS, Tool.DELTA_SPARK):  # the table is registered again, by location only
+    if rewrites_registration:
         facts = replace(facts, sail_knows_schema=False)
     return facts

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
+from delta_contracts.engine.capabilities import SPARK_DATABRICKS, SPARK_OSS_DELTA
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.retry import Backoff, one_line, retrying
 from delta_contracts.engine.schema_json import columns_from_schema
@@ -24,7 +25,7 @@ from delta_contracts.engine.spark_describe import TableInformation, TablePropert
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
-from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable, SetNotNull
+from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable
 from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
 
@@ -317,9 +318,11 @@ class SparkEngine(Engine):
         return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
     def unsupported_reason(self, op: Op) -> str | None:
-        if isinstance(op, SetNotNull) and not self.on_databricks():
-            return "OSS Delta has no SET NOT NULL; plan for target delta-3/delta-4 (a CHECK is used)"
-        return None
+        # The session is asked whether it is Databricks only for what OSS Delta refuses (one conf read).
+        refusal = SPARK_OSS_DELTA.refusal(op)
+        if refusal is None or not self.on_databricks():
+            return refusal
+        return SPARK_DATABRICKS.refusal(op)
 
     def on_databricks(self) -> bool:
         """Whether the session is a Databricks runtime (which has SET NOT NULL); clusters set this conf."""

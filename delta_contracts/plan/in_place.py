@@ -50,7 +50,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.rules import contract_rules, not_null_rule
 from delta_contracts.sql import expressions as x
-from delta_contracts.target import Target
+from delta_contracts.target import NO_SET_NOT_NULL, Target
 
 Enable = Callable[[tuple[str, str], str], None]
 
@@ -350,9 +350,7 @@ def _tighten_not_null(b: Builder, t: TableId, column: str, target: Target) -> No
     if target.supports_set_not_null:
         b.add(SetNotNull(table=t, phase=Phase.CUTOVER, column=column, reason="nullable: false"))
         return
-    b.add(
-        add_check(t, Phase.CUTOVER, not_null_rule(column), "nullable: false (OSS Delta has no SET NOT NULL)")
-    )
+    b.add(add_check(t, Phase.CUTOVER, not_null_rule(column), f"nullable: false ({NO_SET_NOT_NULL})"))
 
 
 def _kept_column(

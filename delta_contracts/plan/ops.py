@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 from typing import ClassVar
 
 from delta_contracts.live import TableId
@@ -105,9 +106,58 @@ class Gate:
         )
 
 
+class DuplicateOpKind(TypeError):
+    """Two op classes claim the same `kind`: a migration file could not say which one it holds."""
+
+
+class UnknownOpKind(ValueError):
+    """A migration file names an op kind no op class registered."""
+
+    def __init__(self, kind: str) -> None:
+        super().__init__(f"unknown op kind '{kind}'")
+        self.kind = kind
+
+
+# Every op class by its `kind`, filled as each class is defined (see `Op.__init_subclass__`).
+_OPS_BY_KIND: dict[str, type[Op]] = {}
+
+
+def registered_ops() -> Mapping[str, type[Op]]:
+    """The op classes defined so far, by kind. Ops defined outside this module register when their module is
+    imported: `plan.serialize` imports every such module, so look kinds up through it."""
+    return MappingProxyType(_OPS_BY_KIND)
+
+
+def op_class(kind: str) -> type[Op]:
+    try:
+        return _OPS_BY_KIND[kind]
+    except KeyError:
+        raise UnknownOpKind(kind) from None
+
+
+def _register(cls: type[Op]) -> None:
+    kind = cls.__dict__.get("kind")
+    if kind is None:  # an intermediate base without a kind of its own: nothing a migration file names
+        return
+    known = _OPS_BY_KIND.get(kind)
+    # `@dataclass(slots=True)` builds a second class from the first one's namespace and that one replaces it:
+    # it carries the first one's mark. Any other class claiming a known kind is a second op of that kind.
+    if known is not None and cls.__dict__.get("_registered_as") is not known:
+        raise DuplicateOpKind(
+            f"op kind '{kind}' of {cls.__module__}.{cls.__qualname__} is already the kind of "
+            f"{known.__module__}.{known.__qualname__}"
+        )
+    _OPS_BY_KIND[kind] = cls
+    cls._registered_as = cls
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
+    """The base of every op. A subclass that sets `kind` registers itself under it when it is defined, and
+    so becomes an op a migration file can hold (`plan.serialize`); nothing else lists the ops."""
+
     kind: ClassVar[str] = "op"
+    _registered_as: ClassVar[type[Op] | None] = None  # the class registered under `kind` (see `_register`)
     destructive: ClassVar[bool] = False
     # Run again (its postcondition checked) by every apply until the ops after it in its migration finished,
     # though the ledger says it finished: what it catches may arrive after it ran.
@@ -129,6 +179,11 @@ class Op:
 
     def summary(self) -> str:
         return f"{self.kind} {table_name(self.table)}"
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        # Not zero-argument super(): its `__class__` cell is the class `@dataclass(slots=True)` replaced.
+        super(Op, cls).__init_subclass__(**kwargs)
+        _register(cls)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -541,33 +596,6 @@ class DropTable(Op):
 
     def summary(self) -> str:
         return f"drop table {table_name(self.table)}"
-
-
-OP_TYPES: tuple[type[Op], ...] = (
-    CreateTable,
-    AddColumn,
-    SetColumnDefault,
-    DropColumnDefault,
-    SetColumnComment,
-    SetTableComment,
-    WidenType,
-    SetProperties,
-    MarkDeprecated,
-    StampContract,
-    SetClustering,
-    AddCheck,
-    DropCheck,
-    SetNotNull,
-    DropNotNull,
-    Backfill,
-    LastCatchUp,
-    CopyRows,
-    RenameTable,
-    CreateView,
-    DropColumns,
-    DropTable,
-)
-OPS_BY_KIND = {t.kind: t for t in OP_TYPES}
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
-from delta_contracts.plan.catch_up import CatchUpRows
-from delta_contracts.plan.ops import OPS_BY_KIND, ColumnSpec, Gate, Migration, Op, Phase
+# Every module that defines ops besides `ops` is imported here, so that its op classes have registered
+# themselves before a migration file's kinds are looked up.
+import delta_contracts.plan.catch_up  # noqa: F401
+from delta_contracts.plan.ops import ColumnSpec, Gate, Migration, Op, Phase, op_class, registered_ops
 
-# Op kinds defined outside `ops` (kept small) are known here too.
-KINDS: dict[str, type[Op]] = {**OPS_BY_KIND, CatchUpRows.kind: CatchUpRows}
+
+def known_ops() -> Mapping[str, type[Op]]:
+    """Every op a migration file can hold, by kind (those defined outside `plan.ops` included)."""
+    return registered_ops()
 
 
 def _plain(value: Any) -> Any:
@@ -36,9 +41,7 @@ def _tuples(value: Any) -> Any:
 def op_from_data(data: dict[str, Any]) -> Op:
     fields = dict(data)
     kind = fields.pop("kind")
-    cls = KINDS.get(kind)
-    if cls is None:
-        raise ValueError(f"unknown op kind '{kind}'")
+    cls = op_class(kind)  # UnknownOpKind (a ValueError) names a kind no op registered
     out: dict[str, Any] = {}
     for name, value in fields.items():
         if name == "phase":

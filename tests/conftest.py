@@ -25,9 +25,10 @@ def examples() -> Path:
 
 
 # The `engine` marker says a test file touches a live Delta table through an engine: it requests an engine
-# fixture (tests/engine/conftest.py), opens an engine or a session itself (a call of the class, not a mention:
-# a test of the capability tables reads LocalEngine's methods and opens nothing), runs the notebooks (each opens
-# a LocalEngine), or lives in tests/engine. Checked at collection, both ways, so that the marker stays true.
+# fixture (tests/engine/conftest.py), opens an engine or a session itself (a call of the class, not a
+# mention: a test of the capability tables reads LocalEngine's methods and opens nothing), runs the
+# notebooks (each opens a LocalEngine), or lives in tests/engine. Checked at collection, both ways, so that
+# the marker stays true.
 ENGINE_TESTS = REPO / "tests" / "engine"
 ENGINE_FIXTURES = frozenset(
     {"local_engine", "spark_engine", "connect_url", "connect_engine", "connect_event_logs", "engine"}

@@ -27,6 +27,7 @@ from delta_contracts.apply.gates import (
 )
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
+from delta_contracts.errors import InputError
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase, table_name
@@ -114,7 +115,7 @@ class TableRun:
         return [r for r in self.reports if r.status is OpStatus.HELD]
 
 
-class ApplyRefused(Exception):
+class ApplyRefused(InputError):
     """Nothing ran: the input cannot be applied as it is (a changed migration, an op the engine lacks)."""
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from delta_contracts.errors import ExitCode
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -17,7 +19,8 @@ if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.engine.select import EngineChoice
 
-EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+# The commands' exit codes (delta_contracts.errors.ExitCode), by the names the commands use.
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT
 
 
 class OutputFormat(StrEnum):

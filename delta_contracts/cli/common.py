@@ -102,7 +102,7 @@ def load_valid_contracts(paths: list[Path] | None) -> ContractSet:
         project = project_for(roots[0])
     except ContractError as err:
         print_problems(err.problems)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     return ContractSet(loaded, project)
 
 
@@ -142,7 +142,7 @@ def choose_engine(
 ) -> EngineChoice:
     """The engine the flags, the environment and contracts.yml choose; a wrong choice (an unknown engine,
     connect without a URL, a bad `--conf`) ends the command with its reason (exit 2)."""
-    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.base import EngineChoiceError
     from delta_contracts.engine.select import choose
 
     try:
@@ -154,6 +154,6 @@ def choose_engine(
             project_root=project.root,
             conf=conf,
         )
-    except EngineError as err:
+    except EngineChoiceError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None

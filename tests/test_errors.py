@@ -10,11 +10,14 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+import shutil
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 import delta_contracts
+from delta_contracts.cli import app
 from delta_contracts.errors import DeltaContractsError, ExitCode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -173,3 +176,29 @@ def test_builtin_bases_are_kept() -> None:
         "delta_contracts.quality.write.ContractTableMissingError": LookupError,
     }.items():
         assert issubclass(EXCEPTIONS[name], base), name
+
+
+def test_the_package_exports_the_base() -> None:
+    assert delta_contracts.DeltaContractsError is DeltaContractsError
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copytree(REPO / "contracts", tmp_path / "contracts")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_a_command_stopped_by_an_error_ends_with_its_code(project: Path) -> None:
+    """The codes the commands end with are the errors' own (no engine starts: the choice fails first)."""
+    from delta_contracts.engine.base import EngineChoiceError
+
+    unknown = CliRunner().invoke(app, ["status", "--engine", "duckdb"])
+    assert "unknown engine 'duckdb'" in unknown.output
+    assert unknown.exit_code == EngineChoiceError.exit_code == DOCUMENTED["unusable input"]
+
+    from delta_contracts.diff.gitbase import GitError
+
+    no_repository = CliRunner().invoke(app, ["diff", "--base", "HEAD"])  # tmp_path is no git repository
+    assert no_repository.output.startswith("error: ")
+    assert no_repository.exit_code == GitError.exit_code == DOCUMENTED["unusable input"]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from delta_contracts.create import create_table as create_table
+    from delta_contracts.errors import DeltaContractsError as DeltaContractsError
     from delta_contracts.quality.enforce import ContractViolationError as ContractViolationError
     from delta_contracts.quality.enforce import enforce as enforce
     from delta_contracts.quality.read import read as read
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
 # Lazy, so that `import delta_contracts` (and the CLI's --help) stays light: name -> defining module.
 _EXPORTS = {
     "create_table": "delta_contracts.create",
+    "DeltaContractsError": "delta_contracts.errors",
     "enforce": "delta_contracts.quality.enforce",
     "ContractViolationError": "delta_contracts.quality.enforce",
     "write": "delta_contracts.quality.write",
@@ -30,4 +32,4 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(module), name)
 
 
-__all__ = ["ContractViolationError", "create_table", "enforce", "read", "write"]
+__all__ = ["ContractViolationError", "DeltaContractsError", "create_table", "enforce", "read", "write"]

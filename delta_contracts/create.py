@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.drift import DriftItem, alias_drift, alias_view_query, table_drift
+from delta_contracts.errors import FailedError
 from delta_contracts.plan.ops import STAMP_VERSION
 from delta_contracts.plan.planner import initial_state, plan
 from delta_contracts.target import DEFAULT_TARGET, Target
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
     from delta_contracts.plan.ops import Op
 
 
-class ContractMismatchError(Exception):
+class ContractMismatchError(FailedError):
     """The table exists and differs from its contract; `differences` lists every difference."""
 
     def __init__(self, table: str, differences: list[DriftItem]) -> None:
@@ -42,7 +43,7 @@ class CreateResult:
     notes: tuple[DriftItem, ...] = ()
 
 
-class PendingMigrationError(Exception):
+class PendingMigrationError(FailedError):
     """The table exists at an older version: a planned migration, not `create`, takes it forward."""
 
     def __init__(self, table: str, found: str, version: str) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from delta_contracts.errors import InputError
+
 # Longest file name most file systems store (ext4, APFS, NTFS: 255 bytes).
 MAX_NAME_BYTES = 255
 
 
-class OutsideRoot(ValueError):
+class OutsideRoot(InputError, ValueError):
     """A name would make the toolkit write outside the folder it owns (or name no file at all)."""
 
 

@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from delta_contracts.errors import ExitCode, InputError
+
 if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
     from delta_contracts.apply.runner import OpReport, TableRun
@@ -22,7 +24,9 @@ if TYPE_CHECKING:
     from delta_contracts.ledger import Ledger
     from delta_contracts.plan.ops import Phase
 
-EXIT_DONE, EXIT_FAILED, EXIT_INPUT, EXIT_HELD = 0, 1, 2, 3
+# The codes `ApplyResult.exit_code` gives, under the names the API has always offered.
+EXIT_DONE, EXIT_FAILED = ExitCode.OK, ExitCode.FAILED
+EXIT_INPUT, EXIT_HELD = ExitCode.BAD_INPUT, ExitCode.HELD
 
 
 @dataclass
@@ -52,14 +56,14 @@ class ApplyResult:
         return next((run.failure for run in self.runs if run.failure is not None), None)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         if self.refused:
-            return EXIT_INPUT
+            return ExitCode.BAD_INPUT
         if self.failure is not None:
-            return EXIT_FAILED
+            return ExitCode.FAILED
         if self.held or self.lost:
-            return EXIT_HELD
-        return EXIT_DONE
+            return ExitCode.HELD
+        return ExitCode.OK
 
 
 def apply(
@@ -276,7 +280,7 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
     return [r.migration_id for r in rows]
 
 
-class DiscardRefused(Exception):
+class DiscardRefused(InputError):
     """The migration cannot be discarded: part of it reached the table, a later one follows it, or it is
     not there."""
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.engine.state_table import snapshot_rows
+from delta_contracts.errors import TableHeldError
 from delta_contracts.ledger import storage_errors, who
 from delta_contracts.paths import inside
 
@@ -62,7 +63,7 @@ class LeaseRow:
         )
 
 
-class LeaseHeld(Exception):
+class LeaseHeld(TableHeldError):
     """Another runner holds the table."""
 
     def __init__(self, table: str, holder: LeaseRow) -> None:
@@ -70,7 +71,7 @@ class LeaseHeld(Exception):
         super().__init__(f"{table} is being migrated by {holder.describe()}")
 
 
-class LeaseLost(Exception):
+class LeaseLost(TableHeldError):
     """Our lease was taken over (it expired while we ran): stop before touching the table again."""
 
 

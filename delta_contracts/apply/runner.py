@@ -28,6 +28,7 @@ from delta_contracts.apply.gates import (
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.apply.schedule import Schedule, Verdict
 from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
+from delta_contracts.errors import InputError
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase, table_name
@@ -115,7 +116,7 @@ class TableRun:
         return [r for r in self.reports if r.status is OpStatus.HELD]
 
 
-class ApplyRefused(Exception):
+class ApplyRefused(InputError):
     """Nothing ran: the input cannot be applied as it is (a changed migration, an op the engine lacks)."""
 
 

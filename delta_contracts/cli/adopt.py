@@ -93,7 +93,7 @@ def init_command(
                     destination: Path | None = inside(folder, f"{(found.alias or found.physical)[-1]}.yaml")
                 except OutsideRoot as err:
                     print(f"error: {err}", file=sys.stderr)
-                    raise typer.Exit(EXIT_INPUT) from None
+                    raise typer.Exit(err.exit_code) from None
             else:
                 destination = output
             failed |= _adopt(live, found, destination, project, owner, chosen, root)
@@ -184,7 +184,7 @@ def _adopt(
         loaded = parse_contract(text, shown, project)
     except ContractError as err:
         print_problems(err.problems)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     folder = table_folder(root, loaded.contract.id)
     if migration_files(folder):
         print(

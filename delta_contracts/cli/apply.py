@@ -79,7 +79,7 @@ def _ledger(
             yield Ledger(live.ledger_table())
     except StateTableError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
 
 
 def _line(report: OpReport) -> str:
@@ -371,7 +371,7 @@ def rehash_command(
         folder = table_folder(root, contract_id)
     except OutsideRoot as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     if not folder.is_dir():
         print(f"error: {folder}: no migrations folder", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
@@ -380,7 +380,7 @@ def rehash_command(
             changed = rehash(ledger, root, contract_id, reason=reason)
     except IntegrityError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     print(f"{contract_id}: migrations.sum rewritten")
     for migration_id in changed:
         print(f"  {migration_id}: new checksum recorded ({reason})")
@@ -413,7 +413,7 @@ def discard_command(
             removed = discard(ledger, root, contract_id, migration_id, reason=reason)
     except (DiscardRefused, IntegrityError) as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     for path in removed:
         print(f"removed {display_path(path)}")
     print(f"{contract_id}: {migration_id} discarded ({reason}); change the contract and run `plan` again")

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from delta_contracts.errors import ExitCode
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -17,7 +19,8 @@ if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.engine.select import EngineChoice
 
-EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = 0, 1, 2
+# The commands' exit codes (delta_contracts.errors.ExitCode), by the names the commands use.
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT
 
 
 class OutputFormat(StrEnum):
@@ -99,7 +102,7 @@ def load_valid_contracts(paths: list[Path] | None) -> ContractSet:
         project = project_for(roots[0])
     except ContractError as err:
         print_problems(err.problems)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     return ContractSet(loaded, project)
 
 
@@ -139,7 +142,7 @@ def choose_engine(
 ) -> EngineChoice:
     """The engine the flags, the environment and contracts.yml choose; a wrong choice (an unknown engine,
     connect without a URL, a bad `--conf`) ends the command with its reason (exit 2)."""
-    from delta_contracts.engine.base import EngineError
+    from delta_contracts.engine.base import EngineChoiceError
     from delta_contracts.engine.select import choose
 
     try:
@@ -151,6 +154,6 @@ def choose_engine(
             project_root=project.root,
             conf=conf,
         )
-    except EngineError as err:
+    except EngineChoiceError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None

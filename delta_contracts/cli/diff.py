@@ -97,7 +97,7 @@ def diff_command(
             before = contracts_at(base, roots)
         except GitError as err:
             print(f"error: {err}", file=sys.stderr)
-            raise typer.Exit(EXIT_INPUT) from None
+            raise typer.Exit(err.exit_code) from None
         problems.extend(before.problems)
         unchanged = set(before.unchanged)
         current: list[LoadedContract] = []

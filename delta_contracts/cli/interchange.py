@@ -56,7 +56,7 @@ def import_odcs(
         imported = from_odcs(document, source, owner=owner)
     except (ContractError, OdcsError) as err:
         print_problems(err.problems)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     for warning in imported.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     yaml_text = _contract_yaml(imported.contract)
@@ -67,7 +67,7 @@ def import_odcs(
         print_problems(err.problems)
         if any("owner" in p.field for p in err.problems):
             print("hint: give --owner TEAM, or set defaults.owner in contracts.yml", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     findings = lint(loaded)
     _emit(yaml_text, output)
     print_problems(findings)

@@ -58,7 +58,7 @@ def _from_sources(
         specs = [parse_source(s) for s in sources]
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
     print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
     try:
         live = open_engine(choice)
@@ -76,7 +76,7 @@ def _from_sources(
             return source_telemetry(spark, frames, watched_for(changes), now)
         except SourceError as err:
             print(f"error: {err}", file=sys.stderr)
-            raise typer.Exit(EXIT_INPUT) from None
+            raise typer.Exit(err.exit_code) from None
 
 
 def with_readers(text: str, fmt: OutputFormat, items: list[ObjectReaders], telemetry: Telemetry) -> str:

@@ -100,7 +100,7 @@ def _ledger_entries(live: Engine) -> list[LedgerEntry]:
         return Ledger(live.ledger_table()).entries()
     except StateTableError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
 
 
 def _physical(contracts: ContractSet, contract: Contract) -> tuple[tuple[str, ...], str | None]:

@@ -131,7 +131,7 @@ def collect_command(
                     )
                 except SourceError as err:
                     print(f"error: {err}", file=sys.stderr)
-                    raise typer.Exit(EXIT_INPUT) from None
+                    raise typer.Exit(err.exit_code) from None
             mark = f"{result.watermark:%Y-%m-%d %H:%M:%S} UTC" if result.watermark else "none"
             kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(result.errors.items()))
             print(
@@ -187,7 +187,7 @@ def extract_command(
                     print(json.dumps(line, ensure_ascii=False))
             except SourceError as err:
                 print(f"error: {err}", file=sys.stderr)
-                raise typer.Exit(EXIT_INPUT) from None
+                raise typer.Exit(err.exit_code) from None
     raise typer.Exit(EXIT_OK)
 
 
@@ -285,7 +285,7 @@ def _specs(sources: list[str], *columns: str | None) -> list[SourceSpec]:
         return [parse_source(s, {k: v for k, v in named.items() if v}) for s in sources]
     except SourceError as err:
         print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise typer.Exit(err.exit_code) from None
 
 
 def _contracts(paths: list[Path] | None) -> list[Contract]:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from enum import StrEnum
 
+from delta_contracts.errors import InputError
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class Location:
@@ -47,7 +49,7 @@ class Problem:
         }
 
 
-class ContractError(Exception):
+class ContractError(InputError):
     """Raised when a file cannot be turned into a contract; carries every problem found."""
 
     def __init__(self, problems: Iterable[Problem], partial: object = None) -> None:

@@ -11,6 +11,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from delta_contracts.errors import InputError
+
 PRIMITIVES = (
     "boolean",
     "tinyint",
@@ -44,7 +46,7 @@ MAX_PRECISION = 38
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class TypeParseError(ValueError):
+class TypeParseError(InputError, ValueError):
     def __init__(self, message: str, position: int) -> None:
         self.message = message
         self.position = position

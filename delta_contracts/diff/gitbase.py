@@ -18,9 +18,10 @@ from delta_contracts.contract.load import (
     parse_project,
 )
 from delta_contracts.contract.project import PROJECT_FILE
+from delta_contracts.errors import InputError
 
 
-class GitError(Exception):
+class GitError(InputError):
     pass
 
 

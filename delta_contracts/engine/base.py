@@ -11,6 +11,7 @@ from typing import Any
 
 from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 from delta_contracts.engine.state_table import PathStateTable, StateTable
+from delta_contracts.errors import FailedError, InputError
 from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.plan.conditions import (
     AllOf,
@@ -26,8 +27,13 @@ from delta_contracts.plan.ops import Op
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 
-class EngineError(Exception):
+class EngineError(FailedError):
     """An op could not run; the message says which op, on which table, and why."""
+
+
+class EngineChoiceError(InputError, EngineError):
+    """The engine asked for cannot be chosen (an unknown name, connect without a URL, a bad `--conf`):
+    bad input, not a failed op."""
 
 
 class Unread(Enum):

@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from delta_contracts.errors import InputError
+
 JARS_ENV = "DELTA_CONTRACTS_DELTA_JARS"
 CACHE_ENV = "DELTA_CONTRACTS_CACHE"
 # Groups whose jars delta-spark needs and Spark does not ship.
@@ -48,7 +50,7 @@ TARGETS = {
 }
 
 
-class JarsUnavailable(Exception):
+class JarsUnavailable(InputError):
     """delta-spark's jars cannot be had here; the message says why and what to do."""
 
 
@@ -162,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = resolve_with_maven(target)
         except JarsUnavailable as err:
             print(f"error: {target}: {err}", file=sys.stderr)
-            return 2
+            return err.exit_code
         print(f"{target}: {TARGETS[target].coordinates} -> {folder} ({len(_jars_in(folder))} jars)")
     return 0
 

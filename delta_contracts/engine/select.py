@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.contract.project import EngineSettings
-from delta_contracts.engine.base import Engine, EngineError
+from delta_contracts.engine.base import Engine, EngineChoiceError
 
 ENV_ENGINE, ENV_URL, ENV_WAREHOUSE = (
     "DELTA_CONTRACTS_ENGINE",
@@ -67,13 +67,13 @@ def choose(
     try:
         command_line_conf = parse_conf(conf)
     except SparkConfError as err:
-        raise EngineError(str(err)) from None
+        raise EngineChoiceError(str(err)) from None
     chosen = name or os.environ.get(ENV_ENGINE) or project.name
     if chosen not in ENGINES:
-        raise EngineError(f"unknown engine '{chosen}': use one of {', '.join(ENGINES)}")
+        raise EngineChoiceError(f"unknown engine '{chosen}': use one of {', '.join(ENGINES)}")
     chosen_url = url or os.environ.get(ENV_URL) or project.url
     if chosen == "connect" and not chosen_url:
-        raise EngineError("--engine connect needs --url sc://host:port (or DELTA_CONTRACTS_URL)")
+        raise EngineChoiceError("--engine connect needs --url sc://host:port (or DELTA_CONTRACTS_URL)")
     if warehouse is not None:
         where = warehouse
     elif os.environ.get(ENV_WAREHOUSE):

@@ -19,6 +19,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from delta_contracts.errors import InputError
+
 CATALOG_IMPLEMENTATION = "spark.sql.catalogImplementation"
 METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
 WAREHOUSE_DIR = "spark.sql.warehouse.dir"
@@ -37,7 +39,7 @@ USER_CATALOG_KEYS = (
 )
 
 
-class SparkConfError(ValueError):
+class SparkConfError(InputError, ValueError):
     """A `--conf` or spark-defaults.conf entry that is not `key=value`; the message names it."""
 
 

@@ -14,12 +14,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from delta_contracts.errors import InputError
 from delta_contracts.instants import epoch_micros, from_epoch_micros
 
 LEDGER_COMMIT = "delta-contracts ledger"
 
 
-class StateTableError(Exception):
+class StateTableError(InputError):
     """The table could not be read, created or appended to; the message names it and says why."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from delta_contracts.contract.errors import Problem, Severity, field_path
 from delta_contracts.contract.yamlsource import SourceMap
+from delta_contracts.errors import InputError
 from delta_contracts.interchange.odcs import (
     CHECK_EXPRESSION,
     CHECKS,
@@ -60,7 +61,7 @@ _LOGICAL_TO_SPARK = {
 _OURS = {CONSUMERS, EVOLUTION, SUCCESSOR, VERSIONING, CLUSTERED_BY, TABLE_PROPERTIES}
 
 
-class OdcsError(Exception):
+class OdcsError(InputError):
     """The document is not ODCS v3, or not one that makes a contract; carries the located problems."""
 
     def __init__(self, problems: list[Problem]) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
 from delta_contracts.contract.types import canonical, parse_type, widens_to
+from delta_contracts.errors import FailedError
 from delta_contracts.live import TableId
 from delta_contracts.plan.ops import (
     STAMP_ID,
@@ -32,7 +33,7 @@ COLUMN_DEFAULTS = ("delta.feature.allowColumnDefaults", "supported")
 MAPPING_PROTOCOL = (("delta.minReaderVersion", "2"), ("delta.minWriterVersion", "5"))
 
 
-class PlanError(ValueError):
+class PlanError(FailedError, ValueError):
     """The change cannot be planned as declared (e.g. a versioned rewrite without a major bump)."""
 
 

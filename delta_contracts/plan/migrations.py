@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.contract.model import Contract
+from delta_contracts.errors import InputError
 from delta_contracts.paths import inside
 from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.planner import TableState, plan
@@ -31,7 +32,7 @@ FORMAT = "delta-contracts/migration/v1"
 _NAME = re.compile(r"^(\d{4})_[A-Za-z0-9_.-]+\.(sql|json)$")
 
 
-class IntegrityError(Exception):
+class IntegrityError(InputError):
     """A migration folder does not match its sum file; `path` names the offending file."""
 
     def __init__(self, path: Path, message: str) -> None:

@@ -20,6 +20,7 @@ from sqlglot import exp
 from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
+from delta_contracts.errors import FailedError
 from delta_contracts.quality.locate import resolve_contract
 from delta_contracts.quality.rules import row_rules
 from delta_contracts.sql import expressions as x
@@ -33,7 +34,7 @@ SAMPLE_ROWS = 5
 VIOLATIONS = "_violations"  # the rules a row broke (quarantine and sample rows)
 
 
-class ContractViolationError(Exception):
+class ContractViolationError(FailedError):
     """A batch breaks its contract: schema problems by column, or row counts per rule with sample rows."""
 
     def __init__(

@@ -22,6 +22,7 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract, semver_tuple
 from delta_contracts.contract.types import canonical
+from delta_contracts.errors import FailedError
 from delta_contracts.live import LiveTable, TableId
 from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE, STAMP_VERSION
 from delta_contracts.quality.locate import history_of
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 _SPEC = re.compile(r"^\s*(\^|~|=)?\s*(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?\s*$")
 
 
-class PinNotServedError(LookupError):
+class PinNotServedError(FailedError, LookupError):
     """No live object serves the pinned version; the message says what changed since."""
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
+from delta_contracts.errors import FailedError
 from delta_contracts.plan.planner import initial_state
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
 
 
-class ContractTableMissingError(LookupError):
+class ContractTableMissingError(FailedError, LookupError):
     """The contract's table does not exist yet: create it (`delta-contracts create`) before writing."""
 
 

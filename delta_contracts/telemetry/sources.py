@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from delta_contracts.errors import InputError
+
 KINDS = ("query-history", "table-lineage", "column-lineage", "eventlog", "statements")
 ROLES = ("text", "user", "time", "id", "client")
 
 
-class SourceError(ValueError):
+class SourceError(InputError, ValueError):
     """A source that cannot be read: the message names it and says why."""
 
 

@@ -125,6 +125,7 @@ MEANINGS = {
         "delta_contracts.engine.base.EngineChoiceError",  # an engine that cannot start
         "delta_contracts.engine.jars.JarsUnavailable",
         "delta_contracts.engine.state_table.StateTableError",
+        "delta_contracts.plan.ops.UnknownOpKind",  # a migration file naming no known op
     ],
     "op failed": [
         "delta_contracts.errors.DeltaContractsError",  # an error of no narrower kind
@@ -133,6 +134,7 @@ MEANINGS = {
         "delta_contracts.engine.base.PartialOp",
         "delta_contracts.engine.base.PreconditionFailed",
         "delta_contracts.engine.retry.CommitConflict",
+        "delta_contracts.plan.ops.DuplicateOpKind",  # two op classes of one kind: the package is broken
     ],
     "finding": [
         "delta_contracts.plan.building.PlanError",  # plan: a change refused as declared

@@ -13,6 +13,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import ClassVar
 
+from delta_contracts.errors import DeltaContractsError, InputError
 from delta_contracts.live import TableId
 from delta_contracts.plan.conditions import (
     AllOf,
@@ -106,11 +107,11 @@ class Gate:
         )
 
 
-class DuplicateOpKind(TypeError):
+class DuplicateOpKind(DeltaContractsError, TypeError):
     """Two op classes claim the same `kind`: a migration file could not say which one it holds."""
 
 
-class UnknownOpKind(ValueError):
+class UnknownOpKind(InputError, ValueError):
     """A migration file names an op kind no op class registered."""
 
     def __init__(self, kind: str) -> None:

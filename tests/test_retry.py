@@ -47,19 +47,24 @@ def losing(times: int, clock: Clock) -> tuple[list[int], Callable[[], str]]:
     return calls, action
 
 
+def retried(action: Callable[[], str], clock: Clock, patience: float, told: list[str] | None = None) -> str:
+    """`retrying` a batch (retried on a conflict) on the test's clock."""
+    return retrying(
+        action,
+        what="a batch",
+        retry=True,
+        on_retry=(told if told is not None else []).append,
+        backoff=Backoff(patience=patience),
+        clock=clock,
+        sleep=clock.sleep,
+    )
+
+
 def test_a_statement_is_run_again_until_it_commits() -> None:
     clock = Clock(seconds_per_try=3.0)
     calls, action = losing(25, clock)  # more tries than the old fixed count of ten
     told: list[str] = []
-    result = retrying(
-        action,
-        what="a batch",
-        retry=True,
-        on_retry=told.append,
-        backoff=Backoff(patience=300.0),
-        clock=clock,
-        sleep=clock.sleep,
-    )
+    result = retried(action, clock, 300.0, told)
     assert result == "committed"
     assert len(calls) == 26 and told == ["ConcurrentAppendException"] * 25
     assert all(0 < pause <= 2.0 for pause in clock.slept), clock.slept
@@ -69,15 +74,7 @@ def test_patience_spent_stops_with_one_line_saying_what_to_do() -> None:
     clock = Clock(seconds_per_try=10.0)
     calls, action = losing(1000, clock)
     with pytest.raises(CommitConflict) as raised:
-        retrying(
-            action,
-            what="a batch",
-            retry=True,
-            on_retry=lambda _: None,
-            backoff=Backoff(patience=60.0),
-            clock=clock,
-            sleep=clock.sleep,
-        )
+        retried(action, clock, 60.0)
     message = str(raised.value)
     assert clock.now <= 60.0 + 10.0  # the last try began within the patience
     assert raised.value.attempts == len(calls) and 4 <= len(calls) <= 6
@@ -99,15 +96,7 @@ def test_zero_patience_tries_once() -> None:
     clock = Clock(seconds_per_try=0.5)
     calls, action = losing(1, clock)
     with pytest.raises(CommitConflict):
-        retrying(
-            action,
-            what="a batch",
-            retry=True,
-            on_retry=lambda _: None,
-            backoff=Backoff(patience=0.0),
-            clock=clock,
-            sleep=clock.sleep,
-        )
+        retried(action, clock, 0.0)
     assert len(calls) == 1
 
 

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
 from tests.engine.apply_support import REPO, with_schema
+from tests.engine.conftest import JVM
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
@@ -50,7 +51,7 @@ def _cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("name", ["spark", "connect"])
+@pytest.mark.parametrize("name", [pytest.param("spark", marks=JVM), pytest.param("connect", marks=JVM)])
 def test_the_ledger_is_the_catalog_table_contracts_yml_names(
     name: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,8 @@ import importlib
 import pkgutil
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,3 +206,20 @@ def test_a_command_stopped_by_an_error_ends_with_its_code(project: Path) -> None
     no_repository = CliRunner().invoke(app, ["diff", "--base", "HEAD"])  # tmp_path is no git repository
     assert no_repository.output.startswith("error: ")
     assert no_repository.exit_code == GitError.exit_code == DOCUMENTED["unusable input"]
+
+
+def test_an_error_no_command_caught_ends_with_its_line_and_code() -> None:
+    """The command line's last resort: one line and the error's own code, never a traceback."""
+    code = (
+        "import delta_contracts.cli as cli\n"
+        "from delta_contracts.errors import InputError\n"
+        "def failing(*args, **kwargs):\n"
+        "    def run():\n"
+        "        raise InputError('contracts/x.yaml:3: field `owner`: not a string\\nmore detail')\n"
+        "    return run\n"
+        "cli.build_app = failing\n"
+        "cli.main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == ExitCode.BAD_INPUT
+    assert done.stderr == "error: contracts/x.yaml:3: field `owner`: not a string\n"

@@ -79,6 +79,8 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def main() -> None:
+    from delta_contracts.errors import DeltaContractsError
+
     # Pydantic plugins observe an application's validation; the command line's models are its own, and
     # looking plugins up reads the entry points of every installed distribution (some 6 ms of `diff`'s
     # start-up). Set before any model is built; an explicit setting, even an empty one, wins.
@@ -90,6 +92,10 @@ def main() -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         exit_process(130)
+    except DeltaContractsError as err:  # one no command caught: its one line and its own code, no traceback
+        lines = str(err).strip().splitlines()
+        print(f"error: {lines[0] if lines else type(err).__name__}", file=sys.stderr)
+        exit_process(err.exit_code)
     except SystemExit as done:
         if done.code == 130:  # typer turns a KeyboardInterrupt into exit 130, silently
             print("interrupted", file=sys.stderr)

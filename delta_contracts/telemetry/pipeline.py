@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.instants import epoch_micros, from_epoch_micros
+from delta_contracts.sql import expressions as x
 from delta_contracts.sql.extract import FallbackParser, names_match
 from delta_contracts.sql.history import ViewHistory
 from delta_contracts.telemetry import workers
@@ -83,7 +84,7 @@ def keyed(frame: Any) -> Any:
         parts.append(exp.func("array_join", exp.column(name), exp.Literal.string("\x1f")))
         parts.append(exp.Is(this=exp.column(name), expression=exp.Null()))
     key = exp.func("xxhash64", *parts)
-    return frame.selectExpr("*", key.as_("key").sql(dialect="spark"))
+    return frame.selectExpr("*", x.sql(key.as_("key")))
 
 
 def extract_distinct(
@@ -102,7 +103,7 @@ def extract_distinct(
     from delta_contracts.engine.frames import sql_column as _expr
 
     def agg(function: str, *args: exp.Expr) -> str:
-        return str(exp.func(function, *args).sql(dialect="spark"))
+        return x.sql(exp.func(function, *args))
 
     micros = exp.func("unix_micros", exp.column("statement_time"))
     grouped = keyed_frame.groupBy("key").agg(
@@ -284,7 +285,7 @@ def collect(
             exp.column("statement_time").is_(exp.Null()),
             exp.GTE(this=exp.column("statement_time"), expression=_timestamp(since)),
         )
-        frame = frame.where(condition.sql(dialect="spark"))
+        frame = frame.where(x.sql(condition))
     statements = keyed(frame)
     distinct = extract_distinct(
         statements, watched, all_columns=False, progress=progress, fallback_parser=fallback_parser

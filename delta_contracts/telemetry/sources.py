@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.errors import InputError
+from delta_contracts.sql import expressions as x
 
 KINDS = ("query-history", "table-lineage", "column-lineage", "eventlog", "statements")
 ROLES = ("text", "user", "time", "id", "client")
@@ -264,7 +265,7 @@ def _no_names() -> Any:
 
 
 def _sql(expression: Any) -> str:
-    return str(expression.sql(dialect="spark"))
+    return x.sql(expression)
 
 
 def _select(frame: Any, expressions: list[Any]) -> Any:

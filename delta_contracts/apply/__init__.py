@@ -18,7 +18,7 @@ from delta_contracts.errors import ExitCode, InputError
 
 if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
-    from delta_contracts.apply.runner import OpReport, TableRun
+    from delta_contracts.apply.runner import OpReport, Runner, TableRun
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
     from delta_contracts.ledger import Ledger
@@ -92,17 +92,11 @@ def apply(
     (the engine's own setting, five minutes, when None)."""
     from dataclasses import replace
 
-    from delta_contracts.apply.lease import LeaseHeld, LeaseLost
-    from delta_contracts.apply.runner import ApplyOptions, ApplyRefused, Runner
-    from delta_contracts.engine.state_table import StateTableError
-    from delta_contracts.paths import OutsideRoot
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.apply.runner import ApplyOptions, Runner
     from delta_contracts.plan.ops import PHASES, Phase
 
     root = Path(migrations)
     live = engine_for(engine, root)
-    if conflict_patience is not None:
-        live.conflict_patience = conflict_patience
     options = ApplyOptions(
         to_version=to_version,
         phases=frozenset(Phase(p) for p in phases) if phases else frozenset(PHASES),
@@ -121,36 +115,52 @@ def apply(
     result = ApplyResult()
     names = list(tables) if tables is not None else sorted(p.name for p in root.iterdir() if p.is_dir())
     runner = Runner(live, options)
-    for contract in names:
-        try:
-            folder = table_folder(root, contract)
-        except OutsideRoot as err:
-            result.refused.append((contract, str(err)))
-            continue
-        if not folder.is_dir():
-            result.refused.append((contract, f"{folder}: no migrations folder (run `delta-contracts plan`)"))
-            continue
-        try:
-            verify(folder)
-            history = load_history(folder)
-            if break_lease_reason and not dry_run:
-                holder = break_lease(live, contract, break_lease_reason)
-                if holder is not None:
-                    result.broken.append((contract, holder))
-            result.runs.append(runner.apply_table(contract, history))
-        except IntegrityError as err:
-            result.refused.append((contract, str(err)))
-        except ApplyRefused as err:
-            result.refused.append((contract, str(err)))
-        except LeaseHeld as err:
-            result.held.append(err)
-        except (
-            StateTableError
-        ) as err:  # an op that ran unrecorded is found done by its postcondition next time
-            result.refused.append((contract, str(err)))
-        except LeaseLost as err:
-            result.lost.append((contract, str(err)))
+    # The run's patience, not the caller's engine's for good: the engine may outlive this call.
+    patience_before = live.conflict_patience
+    if conflict_patience is not None:
+        live.conflict_patience = conflict_patience
+    try:
+        for contract in names:
+            _apply_table(result, runner, root, contract, break_lease_reason if not dry_run else None)
+    finally:
+        live.conflict_patience = patience_before
     return result
+
+
+def _apply_table(
+    result: ApplyResult, runner: Runner, root: Path, contract: str, break_lease_reason: str | None
+) -> None:
+    """One table's pending migrations, its outcome added to `result`."""
+    from delta_contracts.apply.lease import LeaseHeld, LeaseLost
+    from delta_contracts.apply.runner import ApplyRefused
+    from delta_contracts.engine.state_table import StateTableError
+    from delta_contracts.paths import OutsideRoot
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+
+    try:
+        folder = table_folder(root, contract)
+    except OutsideRoot as err:
+        result.refused.append((contract, str(err)))
+        return
+    if not folder.is_dir():
+        result.refused.append((contract, f"{folder}: no migrations folder (run `delta-contracts plan`)"))
+        return
+    try:
+        verify(folder)
+        history = load_history(folder)
+        if break_lease_reason:
+            holder = break_lease(runner.engine, contract, break_lease_reason)
+            if holder is not None:
+                result.broken.append((contract, holder))
+        result.runs.append(runner.apply_table(contract, history))
+    except (IntegrityError, ApplyRefused) as err:
+        result.refused.append((contract, str(err)))
+    except LeaseHeld as err:
+        result.held.append(err)
+    except StateTableError as err:  # an op that ran unrecorded is found done by its postcondition next time
+        result.refused.append((contract, str(err)))
+    except LeaseLost as err:
+        result.lost.append((contract, str(err)))
 
 
 def break_lease(engine: Engine, contract: str, reason: str) -> str | None:

@@ -285,7 +285,7 @@ class SparkEngine(Engine):
                     what="a batch",
                     retry=True,
                     on_retry=self.count_retry,
-                    backoff=Backoff(patience=self.conflict_patience),
+                    backoff=self._backoff(),
                 )
         except spark_statement_errors() as err:
             raise EngineError(one_line(err)) from err
@@ -309,6 +309,9 @@ class SparkEngine(Engine):
                     self.spark.conf.unset(key)
                 else:
                     self.spark.conf.set(key, value)
+
+    def _backoff(self) -> Backoff:
+        return Backoff(patience=self.conflict_patience)
 
     def close(self) -> None:
         if self._owns_session:
@@ -346,7 +349,7 @@ class SparkEngine(Engine):
                     what=where,
                     retry=retried_on_conflict(op),
                     on_retry=self.count_retry,
-                    backoff=Backoff(patience=self.conflict_patience),
+                    backoff=self._backoff(),
                 )
         except spark_statement_errors() as err:
             raise EngineError(f"{where}: {one_line(err)}") from err

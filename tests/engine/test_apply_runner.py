@@ -236,3 +236,13 @@ def test_status_after_create_and_through_the_alias_view(local_engine: Engine, tm
         (schema, "orders"), (schema, "orders__v9"), views, lambda t: local_engine.describe(t) is not None
     )
     assert physical == (schema, "orders__v3") == tuple(result.table.split("."))
+
+
+def test_the_conflict_patience_is_the_run_s_not_the_engine_s_for_good(
+    local_engine: Engine, tmp_path: Path
+) -> None:
+    root, contract = with_schema(local_engine, tmp_path)
+    before = local_engine.conflict_patience
+    result = apply(local_engine, root, tables=[contract], to_version="1.0.0", conflict_patience=7.0)
+    assert result.exit_code == 0
+    assert local_engine.conflict_patience == before != 7.0

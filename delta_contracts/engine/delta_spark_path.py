@@ -4,6 +4,10 @@ A classic local SparkSession with Delta Lake is started lazily, the first time s
 op's statement against the table's location (``ALTER TABLE delta.`/path` …``), so the table's Delta history
 continues (time travel, streaming readers, CDF). Whether it can start (Java, jars) is known before anything
 runs, so a migration that needs it is refused up front where it cannot.
+
+Starting that JVM costs each command 10-30 s. A Spark Connect server with delta-spark that is already running
+on the same machine (it must see the warehouse's paths) can take its place: `DELTA_CONTRACTS_DELTA_SPARK_URL`
+(or `LocalEngine(delta_spark_url=…)`) names it, and the ops are sent there, as the same statements.
 """
 
 from __future__ import annotations
@@ -60,11 +64,17 @@ def _table_features_protocol(properties: dict[str, str]) -> dict[str, str]:
     return properties
 
 
-class DeltaSparkPath:
-    """A lazily started local delta-spark session, shared by every op of one engine that needs it."""
+# A running Spark Connect server with delta-spark the local engine sends these ops to (no JVM of its own).
+DELTA_SPARK_URL_ENV = "DELTA_CONTRACTS_DELTA_SPARK_URL"
 
-    def __init__(self, state_dir: Path) -> None:
+
+class DeltaSparkPath:
+    """A lazily started local delta-spark session (or a session of the Connect server at `url`), shared by
+    every op of one engine that needs it."""
+
+    def __init__(self, state_dir: Path, url: str | None = None) -> None:
         self.state_dir = state_dir
+        self.url = url
         self._session: Any = None
         self._owned = False
         self._unavailable: str | None = None
@@ -72,6 +82,15 @@ class DeltaSparkPath:
 
     def unavailable_reason(self) -> str | None:
         """Why delta-spark cannot start here (no Java, no jars), or None; checked once, without starting."""
+        if not self._checked and self.url is not None:
+            from delta_contracts.engine.base import EngineError
+            from delta_contracts.engine.spark import check_reachable
+
+            try:
+                check_reachable(self.url)
+            except EngineError as err:
+                self._unavailable = f"{DELTA_SPARK_URL_ENV}: {err}"
+            self._checked = True
         if not self._checked:
             from delta_contracts.engine.spark import delta_jars_available
 
@@ -85,6 +104,11 @@ class DeltaSparkPath:
         return self._session is not None
 
     def session(self) -> Any:
+        if self._session is None and self.url is not None:
+            from delta_contracts.engine.spark import connect_session
+
+            self._session, self._owned = connect_session(self.url), True
+            self._check_delta(self._session)
         if self._session is None:
             from pyspark.sql import SparkSession
 
@@ -98,13 +122,18 @@ class DeltaSparkPath:
                 warehouse=self.state_dir / "spark-warehouse",
                 jvm_log=self.state_dir / JVM_LOG,
             )
-            if DELTA_EXTENSION not in str(session.conf.get("spark.sql.extensions", "")):
-                raise RuntimeError(
-                    "the Spark session already running in this process has no Delta Lake extension "
-                    f"({DELTA_EXTENSION}); stop it or start it with delta-spark"
-                )
+            self._check_delta(session)
             self._session = session
         return self._session
+
+    def _check_delta(self, session: Any) -> None:
+        if DELTA_EXTENSION not in str(session.conf.get("spark.sql.extensions", "")):
+            where = (
+                f"the Spark Connect server at {self.url}" if self.url else "the session already running here"
+            )
+            raise RuntimeError(
+                f"{where} has no Delta Lake extension ({DELTA_EXTENSION}); start it with delta-spark"
+            )
 
     def run(self, op: Op, location: Path, tag: str | None) -> None:
         session = self.session()

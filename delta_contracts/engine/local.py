@@ -38,7 +38,7 @@ from delta_contracts.engine import deltalog, rewrite
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.capabilities import LOCAL, How
 from delta_contracts.engine.delta_rs_path import delta_rs_change
-from delta_contracts.engine.delta_spark_path import DeltaSparkPath
+from delta_contracts.engine.delta_spark_path import DELTA_SPARK_URL_ENV, DeltaSparkPath
 from delta_contracts.engine.local_routes import TableFacts, project
 from delta_contracts.engine.rewrite import StepHook
 from delta_contracts.live import Commit, LiveTable, TableId
@@ -87,6 +87,8 @@ class LocalEngine(Engine):
     `allow_rewrite=True` lets ops that need delta-spark run where it cannot start, by rebuilding the table
     (history restarts; the old table is kept as a named backup under `_delta_contracts/backups`).
     `on_step` is called at each step of such a rewrite (`rewrite.STEPS`), for crash tests.
+    `delta_spark_url`: a running Spark Connect server with delta-spark for those ops, instead of a JVM of
+    this process (default: `DELTA_CONTRACTS_DELTA_SPARK_URL`, else none).
     """
 
     name = "local"
@@ -97,13 +99,14 @@ class LocalEngine(Engine):
         *,
         allow_rewrite: bool = False,
         on_step: StepHook | None = None,
+        delta_spark_url: str | None = None,
     ) -> None:
         self.warehouse = Path(warehouse).resolve()
         self.warehouse.mkdir(parents=True, exist_ok=True)
         self.state = self.state_dir = self.warehouse / STATE_DIR
         self.allow_rewrite = allow_rewrite
         self._on_step = on_step
-        self._delta_spark = DeltaSparkPath(self.state)
+        self._delta_spark = DeltaSparkPath(self.state, delta_spark_url or os.environ.get(DELTA_SPARK_URL_ENV))
         self._declared: set[TableId] = set()  # tables whose Sail catalog entry carries their schema
         self.recovered = rewrite.recover(self.state)
         for note in self.recovered:
@@ -300,6 +303,11 @@ class LocalEngine(Engine):
         unavailable = self._delta_spark.unavailable_reason()
         if unavailable is None or self.allow_rewrite:
             return None
+        if self._delta_spark.url is not None:
+            return (
+                f"it needs delta-spark ({path.why}), which cannot be reached: {unavailable}. Way out: start "
+                f"that server, or unset {DELTA_SPARK_URL_ENV} to start delta-spark in this process"
+            )
         return (
             f"it needs delta-spark ({path.why}), which cannot start here: {unavailable}. Way out: install "
             "Java 17 and run `make jars` (or set DELTA_CONTRACTS_DELTA_JARS), or use --engine spark, or "

@@ -542,10 +542,17 @@ def connect_engine(
     url: str, state_dir: Path | str | None = None, *, ledger: TableId | None = None
 ) -> SparkEngine:
     """Spark Connect or Databricks Connect at `url` (sc://host:port/…)."""
+    engine = SparkEngine(connect_session(url), state_dir, owns_session=True, ledger=ledger)
+    engine.name = "connect"
+    return engine
+
+
+def connect_session(url: str) -> Any:
+    """A new session of the Spark Connect server at `url`, whose server is known to be reachable."""
     without_grpc_fork_handlers()
     from pyspark.sql import SparkSession
 
-    _check_reachable(url)
+    check_reachable(url)
     # PySpark flags the whole process as "Spark Connect mode" when a remote session is made, which would turn
     # a later classic SparkSession of the same process (a notebook, the spark engine) into a Connect one.
     flagged = "SPARK_CONNECT_MODE_ENABLED" in os.environ
@@ -553,12 +560,10 @@ def connect_engine(
     session = SparkSession.builder.remote(url).create()
     if not flagged:
         os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    engine = SparkEngine(session, state_dir, owns_session=True, ledger=ledger)
-    engine.name = "connect"
-    return engine
+    return session
 
 
-def _check_reachable(url: str, timeout: float = 5.0) -> None:
+def check_reachable(url: str, timeout: float = 5.0) -> None:
     """Fail fast: the Connect client otherwise retries an unreachable server for minutes."""
     import socket
     from urllib.parse import urlparse

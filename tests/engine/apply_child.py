@@ -7,7 +7,8 @@ SPEC: warehouse, migrations, contract, to_version, force_reason, batch_rows, kil
 boundary of that name), killed_log (where the boundary it died at is appended), hold_until (a file: at the
 first boundary, the lease taken, wait until it exists, so that a racing process meets the lease), engine
 (`local`, the default, or `connect`: a session on the Spark Connect server with delta-spark at `url`, whose
-catalog outlives the process), insert_rows (after applying, load the test rows), before (specs of applies to
+catalog outlives the process), delta_spark_url (`local`: the Connect server its delta-spark ops go to),
+insert_rows (after applying, load the test rows), before (specs of applies to
 run first in the same process and engine, each of which must succeed). The process exits with apply's exit
 code.
 """
@@ -117,7 +118,7 @@ def wait_for(release: Path, timeout: float = 600) -> None:
 def _engine(spec: dict[str, Any]) -> Engine:
     warehouse = Path(spec["warehouse"])
     if spec.get("engine", "local") == "local":
-        return LocalEngine(warehouse)
+        return LocalEngine(warehouse, delta_spark_url=spec.get("delta_spark_url"))
     from delta_contracts.engine.spark import connect_engine
 
     engine = connect_engine(spec["url"], warehouse / "_delta_contracts")

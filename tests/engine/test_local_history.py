@@ -179,6 +179,29 @@ def test_refused_before_anything_runs_where_delta_spark_cannot_start(
         assert engine.table_version(table) == before
 
 
+def test_refused_before_anything_runs_where_the_delta_spark_server_named_is_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`DELTA_CONTRACTS_DELTA_SPARK_URL` names the Connect server the ops go to: one nobody listens on is
+    refused up front, as a missing Java is, with the variable named."""
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("DELTA_CONTRACTS_DELTA_SPARK_URL", f"sc://127.0.0.1:{port}")
+    with LocalEngine(tmp_path / "warehouse") as engine:
+        table = _create(engine)
+        before = engine.table_version(table)
+        drop = DropColumns(table=table, phase=Phase.CONTRACT, columns=("note",), gate=GATE)
+        with pytest.raises(EngineError) as refused:
+            engine.check_supported([SetProperties(table=table, phase=E, properties=MAPPING), drop])
+        message = str(refused.value)
+        assert "drop columns note" in message and "cannot be reached" in message
+        assert f"DELTA_CONTRACTS_DELTA_SPARK_URL: cannot reach Spark Connect at 127.0.0.1:{port}" in message
+        assert engine.table_version(table) == before
+
+
 def test_catalog_rebuild_skips_only_views_whose_tables_are_gone(tmp_path: Path) -> None:
     import shutil
 

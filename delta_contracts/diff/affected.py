@@ -7,15 +7,13 @@ Additions, loosenings and documentation break no reader and name no object here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from delta_contracts.contract.model import Contract, LifecycleStatus
-from delta_contracts.contract.pairing import pair_columns
+from delta_contracts.contract.model import Column, Contract, LifecycleStatus
 from delta_contracts.diff.changes import Change
 
-# Changes to a column, found by the field's `columns[i]` (an index into the new contract, except removals).
+# Changes to a column: the change carries the column as it was (and as it is).
 COLUMN_CODES = frozenset(
     {
         "DC-BC102",  # renamed: readers of the old name break
@@ -39,7 +37,6 @@ TABLE_CODES = frozenset(
         "DC-LC703",  # retired
     }
 )
-_COLUMN_FIELD = re.compile(r"^columns\[(\d+)\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +58,7 @@ def affected_objects(old: Contract | None, new: Contract | None, changes: Sequen
     found: dict[str, list[Change]] = {}
     columns: dict[str, str | None] = {}
     for item in changes:
-        name = _column_of(item, old, new)
+        name = _column_of(item)
         if item.code in TABLE_CODES or _deprecates_table(item, new):
             key, column = table, None
         elif item.code in COLUMN_CODES and name is not None:
@@ -82,19 +79,11 @@ def _deprecates_table(item: Change, new: Contract | None) -> bool:
     )
 
 
-def _column_of(item: Change, old: Contract | None, new: Contract | None) -> str | None:
-    """The name readers use for the column a change is about: its name in the old contract."""
-    match = _COLUMN_FIELD.match(item.field)
-    if match is None:
-        return None
-    index = int(match.group(1))
-    if item.code == "DC-DS103":  # a removed column is indexed in the old contract
-        return old.columns[index].name if old is not None and index < len(old.columns) else None
-    if new is None or index >= len(new.columns):
-        return None
-    after = new.columns[index]
-    if old is not None:
-        for before, now in pair_columns(old, new).matched:
-            if now.name.casefold() == after.name.casefold():
-                return before.name
-    return after.name
+def _column_of(item: Change) -> str | None:
+    """The name readers use for the column a change is about: its name in the old contract (the change
+    carries the old and new column, paired once by `compare`)."""
+    if isinstance(item.before, Column):
+        return item.before.name
+    if isinstance(item.after, Column):
+        return item.after.name
+    return None

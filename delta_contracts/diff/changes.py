@@ -6,9 +6,17 @@ constraints, TB table layout, QA quality/SLA, DC documentation, LC lifecycle. Co
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-from delta_contracts.contract.model import ChangeClass
+from delta_contracts.contract.model import (
+    ChangeClass,
+    Column,
+    Contract,
+    Quality,
+    TableConstraint,
+    TableSpec,
+)
 
 PATCH, MINOR, MAJOR = ChangeClass.PATCH, ChangeClass.MINOR, ChangeClass.MAJOR
 
@@ -58,6 +66,11 @@ CODES: dict[str, tuple[ChangeClass, str]] = {
 
 RANK = {PATCH: 1, MINOR: 2, MAJOR: 3}
 
+# What a change is about, as it is in one contract: a column (its checks included), a table constraint, the
+# table settings, the quality block, or for the contract's own settings (description, owner, consumers, tags,
+# evolution, lifecycle) the contract itself.
+Subject = Column | TableConstraint | TableSpec | Quality | Contract
+
 
 @dataclass(frozen=True, slots=True)
 class Change:
@@ -65,6 +78,16 @@ class Change:
     change_class: ChangeClass  # under the default policy; the verdict applies reclassifications
     message: str
     field: str  # contract path, e.g. columns[3].checks.min
+    # The subject in the old and in the new contract (None: it is not in that one), so that the planner turns
+    # the change into ops without pairing the contracts again. Not part of a change's identity or its JSON.
+    before: Subject | None = dataclasses.field(default=None, compare=False, repr=False)
+    after: Subject | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def columns(self) -> tuple[Column, Column]:
+        """The old and the new column of a change to a column both contracts have (a retype, a rename)."""
+        if not isinstance(self.before, Column) or not isinstance(self.after, Column):
+            raise TypeError(f"{self.code} at {self.field} is not a change of a column in both contracts")
+        return self.before, self.after
 
     @property
     def title(self) -> str:
@@ -80,5 +103,7 @@ class Change:
         }
 
 
-def change(code: str, message: str, field: str) -> Change:
-    return Change(code, CODES[code][0], message, field)
+def change(
+    code: str, message: str, where: str, before: Subject | None = None, after: Subject | None = None
+) -> Change:
+    return Change(code, CODES[code][0], message, where, before, after)

@@ -1,48 +1,91 @@
-"""`diff(old, new)`: every change between two contracts of one table, classified. Pure."""
+"""`compare(old, new, target)`: every change between two contracts of one table, classified, with the column
+pairing it was found through — the one comparison `diff` prints and `plan` turns into ops. Pure."""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import (
     Bound,
-    Checks,
     Column,
     Contract,
     LifecycleStatus,
+    Quality,
+    TableSpec,
     Versioning,
     duration_seconds,
 )
-from delta_contracts.contract.pairing import pair_columns
+from delta_contracts.contract.pairing import ColumnPairing, pair_columns
 from delta_contracts.contract.types import TypeParseError, canonical_or_text, parse_type, widens_to
 from delta_contracts.diff.changes import Change, change
 from delta_contracts.target import DEFAULT_TARGET, Target
 
 
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Two contracts of one table compared once: which column became which, and every change with the old
+    and new column, rule or table setting it is about. The planner reads its facts from here."""
+
+    old: Contract
+    new: Contract
+    target: Target
+    pairing: ColumnPairing
+    changes: tuple[Change, ...]
+
+    def having(self, *codes: str) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.code in codes)
+
+    @property
+    def partitioning_changed(self) -> bool:
+        return bool(self.having("DC-TB401"))
+
+    @property
+    def retypes_columns(self) -> bool:
+        """Whether a column both contracts have changes its type, widened or not."""
+        return bool(self.having("DC-MF106", "DC-MF107"))
+
+    @property
+    def non_widening_retypes(self) -> tuple[tuple[Column, Column], ...]:
+        """(old, new) columns whose type changes in a way the target's Delta cannot widen in place."""
+        return tuple(c.columns() for c in self.having("DC-MF107"))
+
+    @property
+    def switches_to_versioned(self) -> bool:
+        return bool(self.having("DC-TB405"))
+
+
+def compare(old: Contract, new: Contract, target: Target = DEFAULT_TARGET) -> Comparison:
+    pairing = pair_columns(old, new)
+    return Comparison(old, new, target, pairing, tuple(_diff(old, new, pairing, target)))
+
+
 def diff(old: Contract, new: Contract, target: Target = DEFAULT_TARGET) -> list[Change]:
-    return list(_diff(old, new, target))
+    return list(compare(old, new, target).changes)
 
 
-def _diff(old: Contract, new: Contract, target: Target) -> Iterator[Change]:
+def _diff(old: Contract, new: Contract, pairing: ColumnPairing, target: Target) -> Iterator[Change]:
     yield from _documentation(old, new)
-    yield from _columns(old, new, target)
+    yield from _columns(old, new, pairing, target)
     yield from _constraints(old, new)
-    yield from _table(old, new)
-    yield from _quality(old, new)
+    yield from _table(old.table, new.table)
+    yield from _quality(old.quality, new.quality)
     if old.lifecycle.status != new.lifecycle.status:
         code = "DC-LC703" if new.lifecycle.status is LifecycleStatus.RETIRED else "DC-LC702"
-        yield change(code, f"lifecycle {old.lifecycle.status} -> {new.lifecycle.status}", "lifecycle.status")
+        message = f"lifecycle {old.lifecycle.status} -> {new.lifecycle.status}"
+        yield change(code, message, "lifecycle.status", old, new)
     if old.lifecycle.successor != new.lifecycle.successor:
-        yield change("DC-LC702", f"successor is now {new.lifecycle.successor!r}", "lifecycle.successor")
+        message = f"successor is now {new.lifecycle.successor!r}"
+        yield change("DC-LC702", message, "lifecycle.successor", old, new)
 
 
 def _documentation(old: Contract, new: Contract) -> Iterator[Change]:
     if old.description != new.description:
-        yield change("DC-DC601", "table description changed", "description")
+        yield change("DC-DC601", "table description changed", "description", old, new)
     if old.owner != new.owner:
-        yield change("DC-DC602", f"owner {old.owner.team} -> {new.owner.team}", "owner")
+        yield change("DC-DC602", f"owner {old.owner.team} -> {new.owner.team}", "owner", old, new)
     if old.consumers != new.consumers:
         before = {c.name for c in old.consumers}
         after = {c.name for c in new.consumers}
@@ -50,11 +93,12 @@ def _documentation(old: Contract, new: Contract) -> Iterator[Change]:
         detail = "; ".join(
             p for p in (f"added {added}" if added else "", f"removed {gone}" if gone else "") if p
         )
-        yield change("DC-DC603", f"consumers changed{': ' + detail if detail else ''}", "consumers")
+        message = f"consumers changed{': ' + detail if detail else ''}"
+        yield change("DC-DC603", message, "consumers", old, new)
     if old.tags != new.tags:
-        yield change("DC-DC604", f"tags {list(old.tags)} -> {list(new.tags)}", "tags")
+        yield change("DC-DC604", f"tags {list(old.tags)} -> {list(new.tags)}", "tags", old, new)
     if old.evolution != new.evolution:
-        yield change("DC-DC606", "evolution settings changed", "evolution")
+        yield change("DC-DC606", "evolution settings changed", "evolution", old, new)
 
 
 def _rename_hint(column: Column, others: tuple[Column, ...]) -> str:
@@ -66,14 +110,13 @@ def _rename_hint(column: Column, others: tuple[Column, ...]) -> str:
     return ""
 
 
-def _columns(old: Contract, new: Contract, target: Target) -> Iterator[Change]:
-    pairing = pair_columns(old, new)
+def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Target) -> Iterator[Change]:
     new_index = {c.name.casefold(): i for i, c in enumerate(new.columns)}
     old_index = {c.name.casefold(): i for i, c in enumerate(old.columns)}
     for column in pairing.removed:
         hint = _rename_hint(column, pairing.added)
         field = f"columns[{old_index[column.name.casefold()]}]"
-        yield change("DC-DS103", f"column {column.name} removed{hint}", field)
+        yield change("DC-DS103", f"column {column.name} removed{hint}", field, column, None)
     for column in pairing.added:
         field = f"columns[{new_index[column.name.casefold()]}]"
         hint = _rename_hint(column, pairing.removed).replace("a rename of", "a rename from")
@@ -82,20 +125,24 @@ def _columns(old: Contract, new: Contract, target: Target) -> Iterator[Change]:
                 "DC-AD201",
                 f"nullable column {column.name} {canonical_or_text(column.type)} added{hint}",
                 field,
+                None,
+                column,
             )
         elif column.default is not None:
-            yield change(
-                "DC-AD202", f"NOT NULL column {column.name} added with default {column.default!r}", field
-            )
+            message = f"NOT NULL column {column.name} added with default {column.default!r}"
+            yield change("DC-AD202", message, field, None, column)
         else:
-            yield change("DC-AD203", f"NOT NULL column {column.name} added without a default{hint}", field)
+            message = f"NOT NULL column {column.name} added without a default{hint}"
+            yield change("DC-AD203", message, field, None, column)
     for before, after in pairing.matched:
         field = f"columns[{new_index[after.name.casefold()]}]"
         if before.name != after.name:
             if before.name.casefold() == after.name.casefold():
-                yield change("DC-DC605", f"column {before.name} renamed in case only to {after.name}", field)
+                message = f"column {before.name} renamed in case only to {after.name}"
+                yield change("DC-DC605", message, field, before, after)
             else:
-                yield change("DC-BC102", f"column {before.name} renamed to {after.name}", f"{field}.name")
+                message = f"column {before.name} renamed to {after.name}"
+                yield change("DC-BC102", message, f"{field}.name", before, after)
         yield from _column(before, after, field, target)
 
 
@@ -109,37 +156,37 @@ def _column(before: Column, after: Column, field: str, target: Target) -> Iterat
             widening = False
         code = "DC-MF106" if widening else "DC-MF107"
         kind = "widened" if widening else "changed"
-        yield change(code, f"column {name} type {kind}: {old_type} -> {new_type}", f"{field}.type")
+        message = f"column {name} type {kind}: {old_type} -> {new_type}"
+        yield change(code, message, f"{field}.type", before, after)
     if before.nullable and not after.nullable:
-        yield change("DC-MF104", f"column {name} made NOT NULL", f"{field}.nullable")
+        yield change("DC-MF104", f"column {name} made NOT NULL", f"{field}.nullable", before, after)
     elif not before.nullable and after.nullable:
-        yield change("DC-MF105", f"column {name} made nullable", f"{field}.nullable")
+        yield change("DC-MF105", f"column {name} made nullable", f"{field}.nullable", before, after)
     if before.default != after.default:
-        yield change(
-            "DC-MF108", f"column {name} default {before.default!r} -> {after.default!r}", f"{field}.default"
-        )
+        message = f"column {name} default {before.default!r} -> {after.default!r}"
+        yield change("DC-MF108", message, f"{field}.default", before, after)
     if before.description != after.description:
-        yield change("DC-DC605", f"column {name} description changed", f"{field}.description")
+        message = f"column {name} description changed"
+        yield change("DC-DC605", message, f"{field}.description", before, after)
     if before.tags != after.tags or before.pii != after.pii:
-        yield change("DC-DC604", f"column {name} tags or pii changed", f"{field}.tags")
+        yield change("DC-DC604", f"column {name} tags or pii changed", f"{field}.tags", before, after)
     if after.deprecated is not None and before.deprecated is None:
         replaced = f" (replaced by {after.deprecated.replaced_by})" if after.deprecated.replaced_by else ""
-        yield change(
-            "DC-LC701",
-            f"column {name} deprecated since {after.deprecated.since}{replaced}",
-            f"{field}.deprecated",
-        )
-    yield from _checks(before.checks, after.checks, name, f"{field}.checks")
+        message = f"column {name} deprecated since {after.deprecated.since}{replaced}"
+        yield change("DC-LC701", message, f"{field}.deprecated", before, after)
+    yield from _checks(before, after, f"{field}.checks")
 
 
-def _bound(kind: str, old: Bound | None, new: Bound | None, name: str, field: str) -> Iterator[Change]:
+def _bound(
+    kind: str, old: Bound | None, new: Bound | None, columns: tuple[Column, Column], field: str
+) -> Iterator[Change]:
     if old == new:
         return
-    where = f"{field}.{kind}"
+    name, where = columns[1].name, f"{field}.{kind}"
     if old is None:
-        yield change("DC-CK301", f"column {name}: {kind} {new} added", where)
+        yield change("DC-CK301", f"column {name}: {kind} {new} added", where, *columns)
     elif new is None:
-        yield change("DC-CK302", f"column {name}: {kind} {old} removed", where)
+        yield change("DC-CK302", f"column {name}: {kind} {old} removed", where, *columns)
     else:
         try:
             tighter = new > old if kind == "min" else new < old  # type: ignore[operator]
@@ -147,33 +194,39 @@ def _bound(kind: str, old: Bound | None, new: Bound | None, name: str, field: st
             tighter = True
         code = "DC-CK303" if tighter else "DC-CK304"
         verb = "tightened" if tighter else "loosened"
-        yield change(code, f"column {name}: {kind} {verb} {old} -> {new}", where)
+        yield change(code, f"column {name}: {kind} {verb} {old} -> {new}", where, *columns)
 
 
-def _checks(old: Checks, new: Checks, name: str, field: str) -> Iterator[Change]:
-    yield from _bound("min", old.min, new.min, name, field)
-    yield from _bound("max", old.max, new.max, name, field)
+def _checks(before: Column, after: Column, field: str) -> Iterator[Change]:
+    """A column's checks: each change carries the column as it was and as it is."""
+    old, new, name, columns = before.checks, after.checks, after.name, (before, after)
+    yield from _bound("min", old.min, new.min, columns, field)
+    yield from _bound("max", old.max, new.max, columns, field)
     if old.enum != new.enum:
         where = f"{field}.enum"
         if old.enum is None:
-            yield change("DC-CK301", f"column {name}: enum {plain(list(new.enum or ()))} added", where)
+            message = f"column {name}: enum {plain(list(new.enum or ()))} added"
+            yield change("DC-CK301", message, where, *columns)
         elif new.enum is None:
-            yield change("DC-CK302", f"column {name}: enum removed", where)
+            yield change("DC-CK302", f"column {name}: enum removed", where, *columns)
         else:
             added = [v for v in new.enum if v not in old.enum]
             removed = [v for v in old.enum if v not in new.enum]
             if removed:
-                yield change("DC-CK306", f"column {name}: enum values {plain(removed)} removed", where)
+                message = f"column {name}: enum values {plain(removed)} removed"
+                yield change("DC-CK306", message, where, *columns)
             if added:
-                yield change("DC-CK305", f"column {name}: enum values {plain(added)} added", where)
+                message = f"column {name}: enum values {plain(added)} added"
+                yield change("DC-CK305", message, where, *columns)
     if old.regex != new.regex:
         where = f"{field}.regex"
         if old.regex is None:
-            yield change("DC-CK301", f"column {name}: regex {new.regex!r} added", where)
+            yield change("DC-CK301", f"column {name}: regex {new.regex!r} added", where, *columns)
         elif new.regex is None:
-            yield change("DC-CK302", f"column {name}: regex removed", where)
+            yield change("DC-CK302", f"column {name}: regex removed", where, *columns)
         else:
-            yield change("DC-CK307", f"column {name}: regex {old.regex!r} -> {new.regex!r}", where)
+            message = f"column {name}: regex {old.regex!r} -> {new.regex!r}"
+            yield change("DC-CK307", message, where, *columns)
 
 
 def _same_expression(a: str, b: str) -> bool:
@@ -190,69 +243,70 @@ def _constraints(old: Contract, new: Contract) -> Iterator[Change]:
         prior = before.pop(constraint.name.casefold(), None)
         field = f"constraints[{i}]"
         if prior is None:
-            yield change("DC-CK311", f"constraint {constraint.name} added: {constraint.expression}", field)
+            message = f"constraint {constraint.name} added: {constraint.expression}"
+            yield change("DC-CK311", message, field, None, constraint)
         elif not _same_expression(prior.expression, constraint.expression):
-            yield change(
-                "DC-CK313", f"constraint {constraint.name} changed to {constraint.expression}", field
-            )
+            message = f"constraint {constraint.name} changed to {constraint.expression}"
+            yield change("DC-CK313", message, field, prior, constraint)
     for constraint in before.values():
-        yield change("DC-CK312", f"constraint {constraint.name} removed", "constraints")
+        yield change("DC-CK312", f"constraint {constraint.name} removed", "constraints", constraint, None)
 
 
-def _table(old: Contract, new: Contract) -> Iterator[Change]:
-    a, b = old.table, new.table
+def _table(a: TableSpec, b: TableSpec) -> Iterator[Change]:
+    """The table settings: every change carries both `table:` blocks. The one partitioning comparison."""
     if [c.casefold() for c in a.partitioned_by] != [c.casefold() for c in b.partitioned_by]:
-        yield change(
-            "DC-TB401",
-            f"partitioning {list(a.partitioned_by)} -> {list(b.partitioned_by)}",
-            "table.partitioned_by",
-        )
+        message = f"partitioning {list(a.partitioned_by)} -> {list(b.partitioned_by)}"
+        yield change("DC-TB401", message, "table.partitioned_by", a, b)
     if [c.casefold() for c in a.clustered_by] != [c.casefold() for c in b.clustered_by]:
-        yield change(
-            "DC-TB402", f"clustering {list(a.clustered_by)} -> {list(b.clustered_by)}", "table.clustered_by"
-        )
+        message = f"clustering {list(a.clustered_by)} -> {list(b.clustered_by)}"
+        yield change("DC-TB402", message, "table.clustered_by", a, b)
     for key in sorted(set(a.properties) | set(b.properties)):
         if a.properties.get(key) != b.properties.get(key):
-            yield change(
-                "DC-TB403",
-                f"property {key}: {a.properties.get(key)!r} -> {b.properties.get(key)!r}",
-                f"table.properties.{key}",
-            )
+            message = f"property {key}: {a.properties.get(key)!r} -> {b.properties.get(key)!r}"
+            yield change("DC-TB403", message, f"table.properties.{key}", a, b)
     if a.versioning != b.versioning:
         code = "DC-TB405" if b.versioning is Versioning.VERSIONED else "DC-TB404"
-        yield change(code, f"versioning {a.versioning} -> {b.versioning}", "table.versioning")
+        yield change(code, f"versioning {a.versioning} -> {b.versioning}", "table.versioning", a, b)
     if a.comment != b.comment:
-        yield change("DC-DC601", "table comment changed", "table.comment")
+        yield change("DC-DC601", "table comment changed", "table.comment", a, b)
 
 
 def _sla(
-    kind: str, old: float | None, new: float | None, higher_is_tighter: bool, field: str
+    kind: str,
+    old: float | None,
+    new: float | None,
+    higher_is_tighter: bool,
+    field: str,
+    blocks: tuple[Quality, Quality],
 ) -> Iterator[Change]:
     if old == new:
         return
     if old is None:
-        yield change("DC-QA501", f"{kind} SLA added", field)
+        yield change("DC-QA501", f"{kind} SLA added", field, *blocks)
     elif new is None:
-        yield change("DC-QA502", f"{kind} SLA removed", field)
+        yield change("DC-QA502", f"{kind} SLA removed", field, *blocks)
     else:
         tighter = (new > old) if higher_is_tighter else (new < old)
         code = "DC-QA501" if tighter else "DC-QA502"
-        yield change(code, f"{kind} SLA {'tightened' if tighter else 'loosened'}", field)
+        yield change(code, f"{kind} SLA {'tightened' if tighter else 'loosened'}", field, *blocks)
 
 
-def _quality(old: Contract, new: Contract) -> Iterator[Change]:
-    a, b = old.quality, new.quality
+def _quality(a: Quality, b: Quality) -> Iterator[Change]:
+    """The quality block: every change carries both blocks."""
+    blocks = (a, b)
     fa = duration_seconds(a.freshness.max_age) if a.freshness else None
     fb = duration_seconds(b.freshness.max_age) if b.freshness else None
-    yield from _sla("freshness", fa, fb, False, "quality.freshness")
+    yield from _sla("freshness", fa, fb, False, "quality.freshness", blocks)
     if a.freshness and b.freshness and a.freshness.column != b.freshness.column and fa == fb:
-        yield change("DC-QA502", "freshness measured on another column", "quality.freshness.column")
+        message = "freshness measured on another column"
+        yield change("DC-QA502", message, "quality.freshness.column", *blocks)
     yield from _sla(
         "volume min_rows",
         a.volume.min_rows if a.volume else None,
         b.volume.min_rows if b.volume else None,
         True,
         "quality.volume.min_rows",
+        blocks,
     )
     yield from _sla(
         "volume max_rows",
@@ -260,18 +314,16 @@ def _quality(old: Contract, new: Contract) -> Iterator[Change]:
         b.volume.max_rows if b.volume else None,
         False,
         "quality.volume.max_rows",
+        blocks,
     )
     ca = {c.column.casefold(): c.min_ratio for c in a.completeness}
     cb = {c.column.casefold(): c.min_ratio for c in b.completeness}
     for column in sorted(set(ca) | set(cb)):
         yield from _sla(
-            f"completeness of {column}", ca.get(column), cb.get(column), True, "quality.completeness"
+            f"completeness of {column}", ca.get(column), cb.get(column), True, "quality.completeness", blocks
         )
     if {tuple(k.casefold() for k in u) for u in a.unique} != {
         tuple(k.casefold() for k in u) for u in b.unique
     }:
-        yield change(
-            "DC-QA503",
-            f"unique keys {[list(u) for u in a.unique]} -> {[list(u) for u in b.unique]}",
-            "quality.unique",
-        )
+        message = f"unique keys {[list(u) for u in a.unique]} -> {[list(u) for u in b.unique]}"
+        yield change("DC-QA503", message, "quality.unique", *blocks)

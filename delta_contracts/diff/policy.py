@@ -3,7 +3,8 @@ the evolution policy refuses. The policy is the new contract's `evolution` (cont
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from delta_contracts.contract.model import ChangeClass, Contract, Policy, semver_tuple
 from delta_contracts.diff.changes import RANK, Change
@@ -35,10 +36,10 @@ def declared_bump(old_version: str, new_version: str) -> str:
     return "patch"
 
 
-def verdict(old: Contract, new: Contract, changes: list[Change]) -> Verdict:
+def verdict(old: Contract, new: Contract, changes: Sequence[Change]) -> Verdict:
     evolution = new.evolution
     effective = tuple(
-        Change(c.code, evolution.reclassify.get(c.code, c.change_class), c.message, c.field) for c in changes
+        replace(c, change_class=evolution.reclassify.get(c.code, c.change_class)) for c in changes
     )
     required = max((c.change_class for c in effective), key=lambda k: RANK[k], default=None)
     declared = declared_bump(old.version, new.version)

@@ -6,8 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from delta_contracts.contract.model import Column, Contract
-from delta_contracts.contract.pairing import pair_columns
 from delta_contracts.contract.types import canonical, parse_type
+from delta_contracts.diff.compare import Comparison
 from delta_contracts.live import TableId
 from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
@@ -83,14 +83,12 @@ class _Context:
         self.props[prop[0]] = prop[1]
 
 
-def plan_in_place(
-    old: Contract, new: Contract, target: Target, state: TableState
-) -> tuple[Migration, TableState]:
+def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration, TableState]:
     """Each aspect in turn — table layout, rules, columns, deprecation, the contract phase — in the manner of
     Alembic's comparators; the phase of each op, not the order of the aspects, orders the migration."""
+    old, new, target, pairing = comparison.old, comparison.new, comparison.target, comparison.pairing
     ctx = _Context(Builder(new.table_parts), state.physical, target, dict(state.properties))
     b, t = ctx.b, ctx.t
-    pairing = pair_columns(old, new)
     going = [*pairing.removed, *(before for before, _ in pairing.renamed)]
     if going:
         ctx.enable(COLUMN_MAPPING, "DROP COLUMN needs column mapping")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from delta_contracts.contract.model import Contract, Versioning
-from delta_contracts.contract.pairing import ColumnPairing, pair_columns
+from delta_contracts.contract.pairing import ColumnPairing
 from delta_contracts.contract.types import canonical
+from delta_contracts.diff.compare import Comparison
 from delta_contracts.plan.building import (
     Builder,
     PlanError,
@@ -55,8 +56,9 @@ def plan_create(new: Contract, target: Target) -> tuple[Migration, TableState]:
 
 
 def plan_versioned(
-    old: Contract, new: Contract, target: Target, state: TableState, reasons: list[str]
+    comparison: Comparison, state: TableState, reasons: list[str]
 ) -> tuple[Migration, TableState]:
+    old, new, target, pairing = comparison.old, comparison.new, comparison.target, comparison.pairing
     alias = new.table_parts
     old_physical = state.physical
     new_physical = versioned_name(new)
@@ -65,7 +67,6 @@ def plan_versioned(
         b.notes.append(f"versioned table {table_name(new_physical)}: {reason}")
     for op in create_ops(new, new_physical, Phase.EXPAND):
         b.add(op)
-    pairing = pair_columns(old, new)
     mapping = copy_mapping(pairing, new)
     copy = CopyRows(
         table=new_physical,

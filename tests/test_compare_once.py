@@ -1,0 +1,109 @@
+"""The two contracts are compared once: `plan` pairs their columns a single time, and reads what it needs
+(refusals, the strategy, the recipes' column pairs) from the comparison's typed changes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import pytest
+
+from delta_contracts.contract import pairing
+from delta_contracts.contract.model import Column, Contract, TableSpec
+from delta_contracts.diff import Change, diff, verdict
+from delta_contracts.diff.compare import compare
+from delta_contracts.plan.planner import plan
+from delta_contracts.target import Target
+from tests.recipes import pair
+
+REAL_PAIR_COLUMNS = pairing.pair_columns
+
+
+def _count_pairings(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Contract, Contract]]:
+    """Wrap the real `pair_columns` wherever a module of the package holds it, and record each call."""
+    calls: list[tuple[Contract, Contract]] = []
+
+    def counting(old: Contract, new: Contract) -> pairing.ColumnPairing:
+        calls.append((old, new))
+        return REAL_PAIR_COLUMNS(old, new)
+
+    for name, module in list(sys.modules.items()):
+        if name.startswith("delta_contracts") and getattr(module, "pair_columns", None) is REAL_PAIR_COLUMNS:
+            monkeypatch.setattr(module, "pair_columns", counting)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("recipe", "versioning", "strategy", "note"),
+    [
+        ("rename_column", "in_place", "in_place", None),
+        ("narrow_type", "in_place", "versioned", "is not a type widening"),  # a copy into a new table
+        ("tighten_check", "versioned", "in_place", "the table's shape is unchanged, no copy"),
+    ],
+)
+def test_plan_pairs_the_columns_once(
+    monkeypatch: pytest.MonkeyPatch, recipe: str, versioning: str, strategy: str, note: str | None
+) -> None:
+    old, new = pair(recipe, versioning)
+    calls = _count_pairings(monkeypatch)
+    migration, _ = plan(old, new, Target.DELTA_4)
+    assert (migration.strategy, note is None or any(note in n for n in migration.notes)) == (strategy, True)
+    assert [call == (old, new) for call in calls] == [True]  # one pairing, of these two contracts
+
+
+def _only(changes: Sequence[Change], code: str) -> Change:
+    found = [c for c in changes if c.code == code]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_a_rename_carries_the_old_and_the_new_column() -> None:
+    old, new = pair("rename_column")
+    renamed = _only(diff(old, new), "DC-BC102")
+    assert renamed.before is old.columns[1] and renamed.after is new.columns[1]
+    assert renamed.columns() == (old.columns[1], new.columns[1])
+    assert isinstance(renamed.before, Column) and renamed.before.name == "txn_amt_paise"
+    assert isinstance(renamed.after, Column) and renamed.after.name == "amount_paise"
+    # The payload is for the planner: the JSON users read keeps its five keys.
+    assert sorted(renamed.to_json()) == ["class", "code", "field", "message", "title"]
+
+
+def test_added_and_removed_columns_carry_the_one_side_they_have() -> None:
+    old, new = pair("drop_column")
+    removed = _only(diff(old, new), "DC-DS103")
+    assert removed.before is old.columns[4] and removed.after is None
+    old, new = pair("add_nullable_column")
+    added = _only(diff(old, new), "DC-AD201")
+    assert added.before is None and added.after is new.columns[5]
+
+
+def test_table_and_rule_changes_carry_their_settings() -> None:
+    old, new = pair("change_partitioning")
+    partitioning = _only(diff(old, new), "DC-TB401")
+    assert isinstance(partitioning.before, TableSpec) and partitioning.before.partitioned_by == ("txn_date",)
+    assert isinstance(partitioning.after, TableSpec) and partitioning.after.partitioned_by == ()
+    old, new = pair("rename_column")
+    rule = _only(diff(old, new), "DC-CK313")
+    assert rule.before is old.constraints[0] and rule.after is new.constraints[0]
+
+
+def test_the_verdict_keeps_the_payloads_it_reclassifies() -> None:
+    old, new = pair("narrow_type")
+    doc = new.model_dump(by_alias=True)
+    doc["evolution"] = {"reclassify": {"DC-MF107": "minor"}}
+    new = Contract.model_validate(doc)
+    changed = _only(list(verdict(old, new, diff(old, new)).changes), "DC-MF107")
+    assert changed.change_class.value == "minor"
+    assert changed.columns() == (old.columns[1], new.columns[1])
+
+
+def test_the_comparison_holds_the_facts_the_planner_reads() -> None:
+    old, new = pair("narrow_type")
+    comparison = compare(old, new, Target.DELTA_4)
+    assert list(comparison.changes) == diff(old, new, Target.DELTA_4)
+    assert comparison.non_widening_retypes == ((old.columns[1], new.columns[1]),)
+    assert comparison.retypes_columns and not comparison.partitioning_changed
+    assert not comparison.switches_to_versioned
+    in_place, _ = pair("tighten_check", "in_place")
+    _, versioned = pair("tighten_check", "versioned")
+    assert compare(in_place, versioned, Target.DELTA_4).switches_to_versioned

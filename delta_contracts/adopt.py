@@ -68,11 +68,11 @@ def contract_data(live: LiveTable, physical: TableId, *, alias: TableId | None =
     if stamped_id:
         table_id = stamped_id
     elif alias is not None:
-        table_id = ".".join(alias)
+        table_id = str(alias)
     elif versioned:
-        table_id = ".".join((*physical[:-1], versioned.group("name")))
+        table_id = str((*physical[:-1], versioned.group("name")))
     else:
-        table_id = ".".join(physical)
+        table_id = str(physical)
     version = live.properties.get(STAMP_VERSION) or (
         f"{versioned.group('major')}.0.0" if versioned else "1.0.0"
     )
@@ -269,7 +269,7 @@ def baseline(contract: Contract, live: LiveTable, physical: TableId, target: Tar
     stamped = all(live.properties.get(key) == value for key, value in stamp.properties)
     strategy = contract.table.versioning.value
     note = (
-        f"baseline: {'.'.join(physical)} existed before its contract (delta-contracts init --from-table); "
+        f"baseline: {physical} existed before its contract (delta-contracts init --from-table); "
         "nothing is created"
     )
     migration = Migration(

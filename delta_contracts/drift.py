@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import canonical_or_text
 from delta_contracts.live import Commit, LiveColumn, LiveTable
-from delta_contracts.plan.ops import DEPRECATED_COLUMNS, STAMP_VERSION, table_name
+from delta_contracts.plan.ops import DEPRECATED_COLUMNS, STAMP_VERSION
 from delta_contracts.plan.rules import contract_rules, not_null_rule
 from delta_contracts.sql.normalize import same_expression
 
@@ -71,7 +71,7 @@ def comparator(function: Comparator) -> Comparator:
 
 def table_drift(contract: Contract, live: LiveTable | None, physical: tuple[str, ...]) -> list[DriftItem]:
     if live is None:
-        name = table_name(physical)
+        name = str(physical)
         return [DriftItem("missing-table", "", name, None, f"table {name} does not exist")]
     return [item for compare in COMPARATORS for item in compare(contract, live)]
 
@@ -240,20 +240,16 @@ def alias_drift(
     want = view_query_text(physical, alias_columns(contract))
     found = alias_view_query(alias, views)
     if found is None:
-        return [
-            DriftItem(
-                "alias-view", table_name(alias), want, None, f"alias view {table_name(alias)} is missing"
-            )
-        ]
+        return [DriftItem("alias-view", str(alias), want, None, f"alias view {alias} is missing")]
     if same_expression(found, want):
         return []
     reads = _view_source(found)
-    if reads is None or reads.casefold() != table_name(physical).casefold():
-        why = f"alias view {table_name(alias)} does not read {table_name(physical)}"
+    if reads is None or reads.casefold() != str(physical).casefold():
+        why = f"alias view {alias} does not read {physical}"
         why += f" (it reads {reads})" if reads else ""
     else:
-        why = f"alias view {table_name(alias)} does not serve the contract's columns and types"
-    return [DriftItem("alias-view", table_name(alias), want, found, why)]
+        why = f"alias view {alias} does not serve the contract's columns and types"
+    return [DriftItem("alias-view", str(alias), want, found, why)]
 
 
 def _view_source(query: str) -> str | None:
@@ -282,7 +278,7 @@ def write_target(
     """The table producers must write to. Readers use the contract id; a versioned table's id is a view,
     which nobody can write to: writers use the `__vN` table it reads (None when no table exists yet)."""
     if exists:
-        return table_name(physical)
+        return str(physical)
     query = alias_view_query(contract.table_parts, views)
     return None if query is None else _view_source(query)
 
@@ -310,7 +306,7 @@ def compatibility_drift(
             continue
         why = unreadable(view)
         if why is not None:
-            name = table_name(view)
+            name = str(view)
             message = f"compatibility view {name} no longer reads: {why}"
             items.append(DriftItem("compatibility-view", name, "readable", "broken", message))
     return items

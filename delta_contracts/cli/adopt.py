@@ -175,9 +175,7 @@ def _adopt(
             "owner": {"team": owner},
             **{k: v for k, v in data.items() if k != "owner"},
         }
-    header = (
-        f"# Adopted from the live table {'.'.join(found.physical)} by delta-contracts init --from-table.\n"
-    )
+    header = f"# Adopted from the live table {found.physical} by delta-contracts init --from-table.\n"
     text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
     shown = destination or project.root / data["id"].split(".")[-2] / f"{data['id'].split('.')[-1]}.yaml"
     try:

@@ -125,11 +125,11 @@ class LocalEngine(Engine):
         """`<warehouse>/<schema>/<table>`, proved to lie under the warehouse and outside its state folder."""
         schema, name = self.local_id(table)
         if schema.casefold() == STATE_DIR.casefold():
-            raise EngineError(f"{'.'.join(table)}: {schema} is the toolkit's own folder of the warehouse")
+            raise EngineError(f"{table}: {schema} is the toolkit's own folder of the warehouse")
         try:
             return inside(self.warehouse, schema, name)
         except OutsideRoot as err:
-            raise EngineError(f"{'.'.join(table)}: not a table the warehouse can hold: {err}") from None
+            raise EngineError(f"{table}: not a table the warehouse can hold: {err}") from None
 
     def _views_file(self) -> Path:
         return self.state / "views.json"
@@ -170,9 +170,9 @@ class LocalEngine(Engine):
             for source in _sources(views[view]):
                 if source in views:
                     if not create(source, (*trail, view)):
-                        gone.append(".".join(source))
+                        gone.append(str(source))
                 elif not (self.location(source) / "_delta_log").is_dir():
-                    gone.append(".".join(source))
+                    gone.append(str(source))
             if gone:
                 missing[view] = gone
                 return False
@@ -180,14 +180,14 @@ class LocalEngine(Engine):
                 self._create_view_sql(view, views[view])
             except Exception as err:  # Sail's error, reported with the view it concerns
                 why = first_line(err)
-                raise EngineError(f"cannot re-create the stored view {'.'.join(view)}: {why}") from err
+                raise EngineError(f"cannot re-create the stored view {view}: {why}") from err
             created.add(view)
             return True
 
         for view in sorted(views):
             create(view, ())
         if missing:
-            listed = "; ".join(f"{'.'.join(v)} (reads {', '.join(t)})" for v, t in sorted(missing.items()))
+            listed = "; ".join(f"{v} (reads {', '.join(t)})" for v, t in sorted(missing.items()))
             warnings.warn(f"views not re-created, the tables they read are gone: {listed}", stacklevel=2)
 
     def register(self, table: TableId) -> None:
@@ -230,7 +230,7 @@ class LocalEngine(Engine):
         location = self.location(table)
         if not (location / "_delta_log").is_dir():
             return None
-        return deltalog.read_table(str(location), ".".join(table))
+        return deltalog.read_table(str(location), str(table))
 
     def table_version(self, table: TableId) -> int | None:
         location = self.location(table)
@@ -252,7 +252,7 @@ class LocalEngine(Engine):
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
         reason = self.unsupported_reason(op)
         if reason is not None:
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {reason}")
+            raise EngineError(f"{op.summary()} on {op.table}: the local engine cannot: {reason}")
         local = replace(op, table=self.local_id(op.table))
         path = LOCAL.route(local, self.facts(local.table))
         try:
@@ -264,11 +264,11 @@ class LocalEngine(Engine):
                 return self._by_catalog(local)
             if path.how is How.SQL:
                 return self._by_sail(local, tag)
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {path.why}")
+            raise EngineError(f"{op.summary()} on {op.table}: the local engine cannot: {path.why}")
         except EngineError:
             raise
         except Exception as err:  # Sail (Spark Connect), delta-rs and delta-spark errors, told with the op
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
+            raise EngineError(f"{op.summary()} on {op.table}: {first_line(err)}") from err
 
     def unsupported_reason(self, op: Op) -> str | None:
         """Why this engine cannot run `op` on the table as it is now, or None."""
@@ -308,7 +308,7 @@ class LocalEngine(Engine):
         )
 
     def _outcome(self, op: Op, path: str, detail: str = "") -> OpOutcome:
-        return OpOutcome(op.kind, ".".join(op.table), self._version(op.table), path, detail)
+        return OpOutcome(op.kind, str(op.table), self._version(op.table), path, detail)
 
     # -- delta-spark -----------------------------------------------------------------------------------------
     def _by_delta_spark(self, op: Op, tag: str | None, why: str) -> OpOutcome:
@@ -316,7 +316,7 @@ class LocalEngine(Engine):
             return self._rewrite(op, f"delta-spark cannot start here ({why})")
         if isinstance(op, DropColumns) and not self.facts(op.table).mapped:
             raise EngineError(
-                f"{op.summary()} on {'.'.join(op.table)}: Delta drops columns only on a column-mapped table; "
+                f"{op.summary()} on {op.table}: Delta drops columns only on a column-mapped table; "
                 "enable column mapping first (the plan does so in its expand phase: apply that first)"
             )
         self._delta_spark.run(op, self.location(op.table), tag)
@@ -343,9 +343,7 @@ class LocalEngine(Engine):
     def _(self, op: CreateTable, tag: str | None) -> OpOutcome:
         location = self.location(op.table)
         if location.exists() and any(location.iterdir()):
-            raise EngineError(
-                f"{location} already holds files: refusing to create {'.'.join(op.table)} over them"
-            )
+            raise EngineError(f"{location} already holds files: refusing to create {op.table} over them")
         self._exec(exp.Create(this=x.ident(op.table[0]), kind="SCHEMA", exists=True))
         self._exec(_create_statement(op, location))
         self._declared.add(op.table)
@@ -372,7 +370,7 @@ class LocalEngine(Engine):
         self._create_view_sql(op.table, query)
         self._views[json.dumps(list(op.table))] = query
         self._save_views()
-        return OpOutcome(op.kind, ".".join(op.table), None, "sql", "view stored in views.json")
+        return OpOutcome(op.kind, str(op.table), None, "sql", "view stored in views.json")
 
     # -- directories -----------------------------------------------------------------------------------------
     @singledispatchmethod
@@ -384,13 +382,13 @@ class LocalEngine(Engine):
         target = self.local_id(op.new_name)
         source, destination = self.location(op.table), self.location(target)
         if destination.exists():
-            raise EngineError(f"cannot rename {'.'.join(op.table)}: {destination} already exists")
+            raise EngineError(f"cannot rename {op.table}: {destination} already exists")
         destination.parent.mkdir(parents=True, exist_ok=True)
         self._exec(exp.Drop(tables=[x.table(op.table)], kind="TABLE", exists=True))
         os.rename(source, destination)  # one directory move: atomic on one filesystem
         self.register(target)
         return OpOutcome(
-            op.kind, ".".join(target), self._version(target), "catalog", f"moved {source} -> {destination}"
+            op.kind, str(target), self._version(target), "catalog", f"moved {source} -> {destination}"
         )
 
     @_by_catalog.register
@@ -399,7 +397,7 @@ class LocalEngine(Engine):
         location = self.location(op.table)
         if location.exists():
             shutil.rmtree(location)
-        return OpOutcome(op.kind, ".".join(op.table), None, "sql", f"deleted {location}")
+        return OpOutcome(op.kind, str(op.table), None, "sql", f"deleted {location}")
 
     # -- rewrite (allow_rewrite only) ------------------------------------------------------------------------
     def _rewrite(self, op: Op, why: str) -> OpOutcome:
@@ -407,7 +405,7 @@ class LocalEngine(Engine):
         table = op.table
         live = self.describe(table)
         if live is None or live.version is None:
-            raise EngineError(f"{op.summary()}: table {'.'.join(table)} does not exist")
+            raise EngineError(f"{op.summary()}: table {table} does not exist")
         shape = rewrite.reshape(op, rewrite.TableShape.of(live))
         journal, journal_path = rewrite.plan_rewrite(self.state, table, self.location(table), live.version)
         journal_path.parent.mkdir(parents=True, exist_ok=True)

@@ -177,7 +177,7 @@ def journal_folder(state: Path) -> Path:
 def plan_rewrite(state: Path, table: tuple[str, ...], location: Path, version: int) -> tuple[Journal, Path]:
     """Name the staging copy and the backup of a rewrite of `table` at `version`; nothing is written yet."""
     token = uuid.uuid4().hex[:12]
-    name = ".".join(table)
+    name = str(table)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     staging = journal_folder(state) / f"{name}.{token}"
     backup = state / "backups" / f"{name}.v{version}.{stamp}.{token}"
@@ -211,7 +211,7 @@ def recover(state: Path) -> list[str]:
     for path in sorted(folder.glob("*.json")):
         journal = Journal.load(path)
         location, staging, backup = Path(journal.location), Path(journal.staging), Path(journal.backup)
-        name = ".".join(journal.table)
+        name = str(journal.table)
         if location.exists() and backup.exists():
             notes.append(f"{name}: an interrupted rewrite had finished; the old table is kept at {backup}")
         elif backup.exists():

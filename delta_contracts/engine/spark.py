@@ -336,10 +336,8 @@ class SparkEngine(Engine):
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
         reason = self.unsupported_reason(op)
         if reason is not None:
-            raise EngineError(
-                f"{op.summary()} on {'.'.join(op.table)}: the {self.name} engine cannot: {reason}"
-            )
-        where = f"{op.summary()} on {'.'.join(op.table)}"
+            raise EngineError(f"{op.summary()} on {op.table}: the {self.name} engine cannot: {reason}")
+        where = f"{op.summary()} on {op.table}"
         try:
             with self._statement_settings(tag):
                 if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
@@ -355,7 +353,7 @@ class SparkEngine(Engine):
             raise EngineError(f"{where}: {one_line(err)}") from err
         target = op.new_name if isinstance(op, RenameTable) else op.table
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
-        return OpOutcome(op.kind, ".".join(target), version, "sql")
+        return OpOutcome(op.kind, str(target), version, "sql")
 
     def _execute(self, op: Op) -> None:
         statement = self._statement(op)  # made again for each attempt: a change-feed start moves on
@@ -404,7 +402,7 @@ class SparkEngine(Engine):
             return None
         if info.provider.lower() != "delta":
             kind = info.provider or "non-Delta"
-            raise EngineError(f"{'.'.join(table)} is a {kind} table, not a Delta table")
+            raise EngineError(f"{table} is a {kind} table, not a Delta table")
         properties = TableProperties.of(self.sql(x.sql(_show("TBLPROPERTIES", x.table(table)))))
         # No SQL statement gives the version but DESCRIBE HISTORY (a Spark job), so only when asked.
         version = self._version(table) if with_version else None
@@ -417,7 +415,7 @@ class SparkEngine(Engine):
         }
         reader = properties.min_reader_version
         return LiveTable(
-            name=".".join(table),
+            name=str(table),
             location=info.location,
             columns=columns_from_schema(self.spark.table(x.sql(x.table(table))).schema.json()),
             properties={

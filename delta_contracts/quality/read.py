@@ -148,34 +148,30 @@ def resolve(
         kind, stamp, live = current
         if stamp is not None and spec.allows(stamp):
             shape = next((m.contract for m in history if m.contract.version == stamp), None)
-            return Served(contract_id, stamp, ".".join(parts), kind, _projection(live, shape))
+            return Served(contract_id, stamp, str(parts), kind, _projection(live, shape))
 
     versioned = (*parts[:-1], f"{parts[-1]}__v{semver_tuple(wanted.version)[0]}")
     old = engine.describe(versioned)
     if old is not None and (stamp := old.properties.get(STAMP_VERSION)) and spec.allows(stamp):
         deprecated = old.properties.get(DEPRECATED_TABLE) == "true"
         left = _window_left(old, DEPRECATED_TABLE, window, now) if deprecated else None
-        return Served(
-            contract_id, stamp, ".".join(versioned), "versioned_table", (), deprecated, successor, left
-        )
+        return Served(contract_id, stamp, str(versioned), "versioned_table", (), deprecated, successor, left)
     if _key(versioned) in views:
         broken = unreadable_view(engine, versioned)
         if broken is not None:
             raise PinNotServedError(
-                f"{contract_id} {spec.text}: the compatibility view {'.'.join(versioned)} that serves "
+                f"{contract_id} {spec.text}: the compatibility view {versioned} that serves "
                 f"{wanted.version} no longer reads ({broken}); a later migration removed or changed what it "
                 f"reads. Read version ^{semver_tuple(latest.version)[0]} instead"
             )
-        return Served(
-            contract_id, wanted.version, ".".join(versioned), "compatibility_view", (), True, successor
-        )
+        return Served(contract_id, wanted.version, str(versioned), "compatibility_view", (), True, successor)
 
     if current is not None and _has_shape(current[2], wanted):
         live = current[2]
         left = _window_left(live, DEPRECATED_COLUMNS, window, now)
         columns = tuple(c.name for c in wanted.columns)
         return Served(
-            contract_id, wanted.version, ".".join(parts), "deprecated_columns", columns, True, successor, left
+            contract_id, wanted.version, str(parts), "deprecated_columns", columns, True, successor, left
         )
     since = [m.contract for m in history if semver_tuple(m.contract.version) >= semver_tuple(wanted.version)]
     raise PinNotServedError(_not_served(contract_id, spec, since, current))

@@ -61,7 +61,7 @@ def write(
     model = resolve_contract(contract_or_id, contracts)
     live_engine = engine or as_engine(df.sparkSession)
     table = write_table(live_engine, model)
-    name = ".".join(table)
+    name = str(table)
     checked = enforce(df, model, mode, engine=live_engine)
     good = checked.selectExpr(*(x.sql(x.column(c.name)) for c in model.columns))  # contract order, by name
     keyed = model.quality.unique[0] if model.quality.unique else ()
@@ -94,7 +94,7 @@ def write_table(engine: Engine, model: Contract) -> tuple[str, ...]:
     )
     if engine.describe(current, with_version=False) is None:
         raise ContractTableMissingError(
-            f"{'.'.join(current)} does not exist: create it from contract {model.id} {model.version} first"
+            f"{current} does not exist: create it from contract {model.id} {model.version} first"
         )
     return current
 

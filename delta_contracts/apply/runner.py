@@ -212,7 +212,7 @@ class Runner:
         """A ledger with no row of `contract` while one of its tables carries the toolkit's stamp was deleted,
         moved or is another one: without its rows no applied migration is checked against its checksum, and
         every op would run again. Refused, unless forced with a reason (recorded as a row of its own)."""
-        for name in sorted({tuple(stored.state.physical) for stored in history}):
+        for name in sorted({stored.state.physical for stored in history}):
             live = self.engine.describe(name, with_version=False)
             stamped = live.properties.get(STAMP_VERSION) if live is not None else None
             if stamped is None:

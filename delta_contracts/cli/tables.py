@@ -103,7 +103,7 @@ def _ledger_entries(live: Engine) -> list[LedgerEntry]:
         raise typer.Exit(err.exit_code) from None
 
 
-def _physical(contracts: ContractSet, contract: Contract) -> tuple[tuple[str, ...], str | None]:
+def _physical(contracts: ContractSet, contract: Contract) -> tuple[TableId, str | None]:
     """Where the contract's data lives: the last planned migration says, else the contract itself.
 
     The second value is why the migrations could not be read (a tampered or unreadable folder), if so."""

@@ -119,7 +119,7 @@ class LocalEngine(Engine):
     # -- catalog ---------------------------------------------------------------------------------------------
     @staticmethod
     def local_id(table: TableId) -> TableId:
-        return tuple(table[-2:])
+        return TableId(table[-2:])
 
     def location(self, table: TableId) -> Path:
         """`<warehouse>/<schema>/<table>`, proved to lie under the warehouse and outside its state folder."""
@@ -154,8 +154,8 @@ class LocalEngine(Engine):
         """
         for schema_dir in sorted(p for p in self.warehouse.iterdir() if p.is_dir() and p.name != STATE_DIR):
             for table_dir in sorted(p for p in schema_dir.iterdir() if (p / "_delta_log").is_dir()):
-                self.register((schema_dir.name, table_dir.name))
-        views = {tuple(json.loads(key)): query for key, query in self._views.items()}
+                self.register(TableId((schema_dir.name, table_dir.name)))
+        views = {TableId(json.loads(key)): query for key, query in self._views.items()}
         missing: dict[TableId, list[str]] = {}
         created: set[TableId] = set()
 
@@ -237,7 +237,7 @@ class LocalEngine(Engine):
         return deltalog.version(str(location)) if (location / "_delta_log").is_dir() else None
 
     def views(self) -> Mapping[TableId, str]:
-        return {tuple(json.loads(k)): v for k, v in self._views.items()}
+        return {TableId(json.loads(k)): v for k, v in self._views.items()}
 
     def history(self, table: TableId) -> list[Commit]:
         return deltalog.history(str(self.location(table)))
@@ -425,7 +425,7 @@ class LocalEngine(Engine):
     def _build_copy(
         self, op: Op, live: LiveTable, shape: rewrite.TableShape, staging: Path, token: str
     ) -> None:
-        staging_id = ("__delta_contracts_rewrite", "t_" + token.rsplit(".", 1)[-1])
+        staging_id = TableId(("__delta_contracts_rewrite", "t_" + token.rsplit(".", 1)[-1]))
         create = CreateTable(
             table=staging_id,
             phase=op.phase,
@@ -475,7 +475,7 @@ def _sources(query: str) -> set[TableId]:
     for node in tree.find_all(exp.Table):
         if node.name.casefold() in ctes and not node.db:
             continue
-        found.add(tuple(part.name for part in node.parts))
+        found.add(TableId(part.name for part in node.parts))
     return found
 
 

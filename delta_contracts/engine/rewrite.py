@@ -37,6 +37,7 @@ from delta_contracts.plan.ops import (
     WidenType,
 )
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 INTERNAL_PROPERTIES = frozenset(
     {"delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion"}
@@ -141,7 +142,7 @@ def _(op: DropColumns, shape: TableShape) -> TableShape:
 class Journal:
     """One rewrite under way: where the table is, where its copy is built, where the old one goes."""
 
-    table: tuple[str, ...]
+    table: TableId
     location: str
     staging: str
     backup: str
@@ -159,7 +160,7 @@ class Journal:
     @classmethod
     def load(cls, path: Path) -> Journal:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**data, "table": tuple(data["table"])})
+        return cls(**{**data, "table": TableId(data["table"])})
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -174,7 +175,7 @@ def journal_folder(state: Path) -> Path:
     return state / "rewrite"
 
 
-def plan_rewrite(state: Path, table: tuple[str, ...], location: Path, version: int) -> tuple[Journal, Path]:
+def plan_rewrite(state: Path, table: TableId, location: Path, version: int) -> tuple[Journal, Path]:
     """Name the staging copy and the backup of a rewrite of `table` at `version`; nothing is written yet."""
     token = uuid.uuid4().hex[:12]
     name = str(table)

@@ -443,7 +443,7 @@ class SparkEngine(Engine):
             for row in self.spark.sql(x.sql(_show("VIEWS IN", x.ident(schema)))).collect():
                 if row["isTemporary"]:
                     continue
-                view: TableId = (schema, str(row["viewName"]))
+                view = TableId((schema, str(row["viewName"])))
                 text = self.view_text(view)
                 if text:
                     found[view] = text
@@ -497,7 +497,7 @@ class SparkEngine(Engine):
         return commits_from_history(rows or ())
 
 
-def exp_create_schema(schema: TableId) -> Any:
+def exp_create_schema(schema: tuple[str, ...]) -> Any:
     from sqlglot import exp
 
     return exp.Create(this=x.table(schema), kind="SCHEMA", exists=True)

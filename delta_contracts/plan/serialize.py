@@ -42,8 +42,9 @@ def _tuples(value: Any) -> Any:
 
 
 @cache
-def _table_id_fields(cls: type[Op]) -> frozenset[str]:
+def _table_id_fields(kind: str) -> frozenset[str]:
     """The fields of an op class that hold a table id (`TableId` or `TableId | None`): read back as one."""
+    cls = op_class(kind)
     hints = typing.get_type_hints(cls)
     return frozenset(f.name for f in dataclasses.fields(cls) if hints[f.name] in (TableId, TableId | None))
 
@@ -62,7 +63,7 @@ def op_from_data(data: dict[str, Any]) -> Op:
             out[name] = ColumnSpec(**value)
         elif name == "columns" and value and isinstance(value[0], dict):
             out[name] = tuple(ColumnSpec(**v) for v in value)
-        elif name in _table_id_fields(cls) and value is not None:
+        elif name in _table_id_fields(kind) and value is not None:
             out[name] = TableId(value)
         else:
             out[name] = _tuples(value)

@@ -18,6 +18,7 @@ from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
 from delta_contracts.quality.locate import resolve_contract
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -78,7 +79,7 @@ def write(
     return WriteResult(name, history[-1].version if history else 0, how, tag)
 
 
-def write_table(engine: Engine, model: Contract) -> tuple[str, ...]:
+def write_table(engine: Engine, model: Contract) -> TableId:
     """The table producers write to, found live: the table the contract's name is, or the one its alias view
     reads — after a versioned cutover `<table>__v<major>`, whatever the contract itself declares. Never an
     older version's table still waiting for its drop: rows written there after the cutover would not be

@@ -206,3 +206,19 @@ def test_no_module_joins_a_table_id_by_hand() -> None:
 def test_only_the_listed_plan_modules_still_call_table_name() -> None:
     calling = {path for path, text in _sources().items() if _IMPORTS_TABLE_NAME.search(text)}
     assert calling | {"delta_contracts/plan/ops.py"} == TABLE_NAME_ALLOWED
+
+
+@pytest.mark.parametrize("name", ["orders", "main.sales.orders.x", "sales..orders"])
+def test_init_refuses_a_from_table_that_is_no_table_id(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from delta_contracts.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, ["init", "--from-table", name, "--warehouse", str(tmp_path / "wh")])
+    assert done.exit_code == 2, done.output
+    assert f"error: --from-table: '{name}' is not a table id" in done.stderr
+    assert "Traceback" not in done.output
+    assert not (tmp_path / "wh").exists()  # refused before any engine started

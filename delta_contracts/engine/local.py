@@ -123,6 +123,7 @@ class LocalEngine(Engine):
 
     def location(self, table: TableId) -> Path:
         """`<warehouse>/<schema>/<table>`, proved to lie under the warehouse and outside its state folder."""
+        table = TableId(table)  # a caller's plain tuple names the table as well
         schema, name = self.local_id(table)
         if schema.casefold() == STATE_DIR.casefold():
             raise EngineError(f"{table}: {schema} is the toolkit's own folder of the warehouse")
@@ -230,7 +231,7 @@ class LocalEngine(Engine):
         location = self.location(table)
         if not (location / "_delta_log").is_dir():
             return None
-        return deltalog.read_table(str(location), str(table))
+        return deltalog.read_table(str(location), str(TableId(table)))
 
     def table_version(self, table: TableId) -> int | None:
         location = self.location(table)

@@ -394,6 +394,7 @@ class SparkEngine(Engine):
 
     def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
         # Not DESCRIBE DETAIL, which replays the table's whole state after every commit (spark_describe).
+        table = TableId(table)  # a caller's plain tuple names the table as well
         rows = self._describe_rows("EXTENDED", table)
         if rows is None:
             return None

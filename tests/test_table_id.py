@@ -217,8 +217,10 @@ def test_init_refuses_a_from_table_that_is_no_table_id(
     from delta_contracts.cli import app
 
     monkeypatch.chdir(tmp_path)
-    done = CliRunner().invoke(app, ["init", "--from-table", name, "--warehouse", str(tmp_path / "wh")])
+    (tmp_path / "wh").mkdir()
+    args = ["init", "--from-table", name, "--owner", "team", "--warehouse", str(tmp_path / "wh")]
+    done = CliRunner().invoke(app, args)
     assert done.exit_code == 2, done.output
     assert f"error: --from-table: '{name}' is not a table id" in done.stderr
     assert "Traceback" not in done.output
-    assert not (tmp_path / "wh").exists()  # refused before any engine started
+    assert "engine:" not in done.stderr  # refused before an engine started

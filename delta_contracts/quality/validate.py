@@ -221,6 +221,7 @@ def validate_table(
 ) -> TableReport:
     """Validate one live table against its contract: one aggregate query, then (only when a row rule or a
     unique key failed) one more query for the sample rows of every failing rule."""
+    table = TableId(table)  # a caller's plain tuple names the table as well
     name = str(table)
     live = engine.describe(table)
     if live is None:

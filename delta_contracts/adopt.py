@@ -62,17 +62,18 @@ def contract_properties(live: LiveTable) -> dict[str, str]:
 
 def contract_data(live: LiveTable, physical: TableId, *, alias: TableId | None = None) -> Adopted:
     """The contract of `live` (at `physical`; `alias` is the view readers use for a versioned table)."""
+    physical, alias = TableId(physical), None if alias is None else TableId(alias)  # a caller's plain tuples
     notes: list[str] = []
     stamped_id = live.properties.get(STAMP_ID)
     versioned = _VERSIONED.match(physical[-1])
     if stamped_id:
         table_id = stamped_id
     elif alias is not None:
-        table_id = ".".join(alias)
+        table_id = str(alias)
     elif versioned:
-        table_id = ".".join((*physical[:-1], versioned.group("name")))
+        table_id = str(TableId((*physical[:-1], versioned.group("name"))))
     else:
-        table_id = ".".join(physical)
+        table_id = str(physical)
     version = live.properties.get(STAMP_VERSION) or (
         f"{versioned.group('major')}.0.0" if versioned else "1.0.0"
     )
@@ -265,11 +266,12 @@ def adopted_at_version(baseline_json: Path) -> int | None:
 
 def baseline(contract: Contract, live: LiveTable, physical: TableId, target: Target) -> PlannedFiles:
     """Migration 0001: the table is already at `contract`'s version; it only stamps what is not stamped."""
+    physical = TableId(physical)  # a caller's plain tuple
     stamp = stamp_op(physical, contract)
     stamped = all(live.properties.get(key) == value for key, value in stamp.properties)
     strategy = contract.table.versioning.value
     note = (
-        f"baseline: {'.'.join(physical)} existed before its contract (delta-contracts init --from-table); "
+        f"baseline: {physical} existed before its contract (delta-contracts init --from-table); "
         "nothing is created"
     )
     migration = Migration(

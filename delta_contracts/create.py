@@ -66,7 +66,7 @@ def create_table(
     engine = as_engine(spark_or_engine)
     model = as_contract(contract)
     physical = initial_state(model).physical
-    name = ".".join(physical)
+    name = str(physical)
     live = engine.describe(physical)
     if live is not None:
         _refuse_older_stamp(name, live.properties.get(STAMP_VERSION), model.version)

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import canonical_or_text
 from delta_contracts.live import Commit, LiveColumn, LiveTable
-from delta_contracts.plan.ops import DEPRECATED_COLUMNS, STAMP_VERSION, table_name
+from delta_contracts.plan.ops import DEPRECATED_COLUMNS, STAMP_VERSION
 from delta_contracts.plan.rules import contract_rules, not_null_rule
 from delta_contracts.sql.normalize import same_expression
+from delta_contracts.tableid import TableId
 
 # Commits that change data only; anything else out of band changed the table's shape or settings.
 DATA_OPERATIONS = frozenset(
@@ -69,9 +70,9 @@ def comparator(function: Comparator) -> Comparator:
     return function
 
 
-def table_drift(contract: Contract, live: LiveTable | None, physical: tuple[str, ...]) -> list[DriftItem]:
+def table_drift(contract: Contract, live: LiveTable | None, physical: TableId) -> list[DriftItem]:
     if live is None:
-        name = table_name(physical)
+        name = str(physical)
         return [DriftItem("missing-table", "", name, None, f"table {name} does not exist")]
     return [item for compare in COMPARATORS for item in compare(contract, live)]
 
@@ -227,9 +228,7 @@ def commit_drift(commits: Sequence[Commit], is_toolkit: Callable[[int], bool]) -
     return items
 
 
-def alias_drift(
-    contract: Contract, physical: tuple[str, ...], views: Mapping[tuple[str, ...], str]
-) -> list[DriftItem]:
+def alias_drift(contract: Contract, physical: TableId, views: Mapping[TableId, str]) -> list[DriftItem]:
     """A table served under another name must be read through the alias view `<id>` pointing at it."""
     alias = contract.table_parts
     if physical == alias:
@@ -240,20 +239,16 @@ def alias_drift(
     want = view_query_text(physical, alias_columns(contract))
     found = alias_view_query(alias, views)
     if found is None:
-        return [
-            DriftItem(
-                "alias-view", table_name(alias), want, None, f"alias view {table_name(alias)} is missing"
-            )
-        ]
+        return [DriftItem("alias-view", str(alias), want, None, f"alias view {alias} is missing")]
     if same_expression(found, want):
         return []
     reads = _view_source(found)
-    if reads is None or reads.casefold() != table_name(physical).casefold():
-        why = f"alias view {table_name(alias)} does not read {table_name(physical)}"
+    if reads is None or reads.casefold() != str(physical).casefold():
+        why = f"alias view {alias} does not read {physical}"
         why += f" (it reads {reads})" if reads else ""
     else:
-        why = f"alias view {table_name(alias)} does not serve the contract's columns and types"
-    return [DriftItem("alias-view", table_name(alias), want, found, why)]
+        why = f"alias view {alias} does not serve the contract's columns and types"
+    return [DriftItem("alias-view", str(alias), want, found, why)]
 
 
 def _view_source(query: str) -> str | None:
@@ -270,27 +265,27 @@ def _view_source(query: str) -> str | None:
     return None if source is None else ".".join(part.name for part in source.parts)
 
 
-def alias_view_query(alias: tuple[str, ...], views: Mapping[tuple[str, ...], str]) -> str | None:
+def alias_view_query(alias: TableId, views: Mapping[TableId, str]) -> str | None:
     """The query of the view named `alias`, if there is one."""
     local = {key[-2:]: query for key, query in views.items()}  # the local engine names views schema.view
     return views.get(alias, local.get(alias[-2:]))
 
 
 def write_target(
-    contract: Contract, physical: tuple[str, ...], exists: bool, views: Mapping[tuple[str, ...], str]
+    contract: Contract, physical: TableId, exists: bool, views: Mapping[TableId, str]
 ) -> str | None:
     """The table producers must write to. Readers use the contract id; a versioned table's id is a view,
     which nobody can write to: writers use the `__vN` table it reads (None when no table exists yet)."""
     if exists:
-        return table_name(physical)
+        return str(physical)
     query = alias_view_query(contract.table_parts, views)
     return None if query is None else _view_source(query)
 
 
 def compatibility_drift(
     contract: Contract,
-    views: Mapping[tuple[str, ...], str],
-    unreadable: Callable[[tuple[str, ...]], str | None],
+    views: Mapping[TableId, str],
+    unreadable: Callable[[TableId], str | None],
 ) -> list[DriftItem]:
     """Every compatibility view of an older major (`<table>__v<N>`, N below the contract's) that no longer
     reads: a later migration dropped or changed a column it needs, and its readers now fail."""
@@ -310,7 +305,7 @@ def compatibility_drift(
             continue
         why = unreadable(view)
         if why is not None:
-            name = table_name(view)
+            name = str(view)
             message = f"compatibility view {name} no longer reads: {why}"
             items.append(DriftItem("compatibility-view", name, "readable", "broken", message))
     return items

@@ -10,8 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-TableId = tuple[str, ...]  # (schema, table) or (catalog, schema, table), unquoted
-
+from delta_contracts.tableid import TableId as TableId  # re-exported: modules import it from here too
 
 # What legacy protocol versions (no feature lists) imply, as the Delta protocol defines them (delta-spark's
 # Protocol.implicitlySupportedFeatures; DESCRIBE DETAIL lists them as the table's features).

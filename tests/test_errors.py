@@ -128,6 +128,7 @@ MEANINGS = {
         "delta_contracts.engine.jars.JarsUnavailable",
         "delta_contracts.engine.state_table.StateTableError",
         "delta_contracts.plan.ops.UnknownOpKind",  # a migration file naming no known op
+        "delta_contracts.tableid.BadTableId",  # a table name that is no schema.table
     ],
     "op failed": [
         "delta_contracts.errors.DeltaContractsError",  # an error of no narrower kind

@@ -155,7 +155,7 @@ def plan_batches(
     read = op.source if isinstance(op, CopyRows) else op.table
     live = engine.describe(read)
     if live is None:
-        raise EngineError(f"{op.summary()}: table {'.'.join(read)} does not exist")
+        raise EngineError(f"{op.summary()}: table {read} does not exist")
     identity = _identity(op)
 
     def rename(column: str) -> str:

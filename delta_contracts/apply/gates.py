@@ -14,7 +14,7 @@ from pathlib import Path
 from delta_contracts.ledger import LedgerEntry, Status
 from delta_contracts.live import Commit
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import Gate, MarkDeprecated, Op, table_name
+from delta_contracts.plan.ops import Gate, MarkDeprecated, Op
 from delta_contracts.telemetry.names import Names
 
 # Ledger statuses of an op that left its properties set (`created`: made by `create`).
@@ -92,12 +92,12 @@ def find_mark(
     index = mark_of(stored.migration.ops, op, gate)
     if index is not None and (when := marked_at(entries, (contract, stored.migration_id, index))):
         found.append(Mark(when, f"{stored.migration_id} op {index}"))
-    tables = {table_name(op.table).casefold()} | set(_earlier_names(table_name(op.table), entries))
+    tables = {str(op.table).casefold()} | set(_earlier_names(str(op.table), entries))
     for other in history:
         for number, candidate in enumerate(other.migration.ops, start=1):
             if (
                 isinstance(candidate, MarkDeprecated)
-                and table_name(candidate.table).casefold() in tables
+                and str(candidate.table).casefold() in tables
                 and gate.deprecated_by in dict(candidate.properties)
                 and (when := marked_at(entries, (contract, other.migration_id, number)))
             ):
@@ -140,7 +140,7 @@ def canonical_gate_objects(gate: Gate, op: Op, contract: str) -> tuple[str, ...]
     """The gate's objects, plus each under the physical table the op drops from: a drop planned on
     `logistics.shipments__v5` names its column by the contract's id (`logistics.shipments.notes`), the log
     by the table that held it; both are the one object."""
-    physical = table_name(op.table).casefold()
+    physical = str(op.table).casefold()
     logical = contract.casefold()
     out = list(gate.objects)
     if physical != logical:

@@ -31,7 +31,7 @@ from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, Pre
 from delta_contracts.errors import InputError
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase, table_name
+from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
 from delta_contracts.telemetry.names import Names
 
@@ -212,13 +212,13 @@ class Runner:
         """A ledger with no row of `contract` while one of its tables carries the toolkit's stamp was deleted,
         moved or is another one: without its rows no applied migration is checked against its checksum, and
         every op would run again. Refused, unless forced with a reason (recorded as a row of its own)."""
-        for name in sorted({tuple(stored.state.physical) for stored in history}):
+        for name in sorted({stored.state.physical for stored in history}):
             live = self.engine.describe(name, with_version=False)
             stamped = live.properties.get(STAMP_VERSION) if live is not None else None
             if stamped is None:
                 continue
             why = (
-                f"{table_name(name)} is stamped {stamped} by delta-contracts, but the ledger at "
+                f"{name} is stamped {stamped} by delta-contracts, but the ledger at "
                 f"{self.ledger.where} has no record of {contract}"
             )
             if not self.options.force_reason:
@@ -231,7 +231,7 @@ class Runner:
             entry = lg.LedgerEntry(
                 contract=contract,
                 migration_id="",
-                table=table_name(name),
+                table=str(name),
                 phase="",
                 op_index=0,
                 op_kind="ledger_restarted",
@@ -328,7 +328,7 @@ class Runner:
             op.phase.value,
             op.kind,
             op.summary(),
-            table_name(op.table),
+            str(op.table),
             status,
             sql=_sql(op),
             prechecks=prechecks(op),
@@ -352,7 +352,7 @@ class Runner:
         entry = lg.LedgerEntry(
             contract=contract,
             migration_id=stored.migration_id,
-            table=table_name(op.table),
+            table=str(op.table),
             phase=op.phase.value,
             op_index=index,
             op_kind=op.kind,
@@ -445,7 +445,7 @@ class Runner:
                 op,
                 attempt.status,
                 table=attempt.table,
-                renamed_from=table_name(op.table) if attempt.table != table_name(op.table) else "",
+                renamed_from=str(op.table) if attempt.table != str(op.table) else "",
                 started_at=started,
                 ended_at=lg.now(),
                 version_before=before,
@@ -482,7 +482,7 @@ class Runner:
         """Skip the op when its postcondition holds, else check its precondition and run it (the lease keeps
         other runners off the table meanwhile)."""
         if self.engine.skip_or_check(op):
-            return Attempt(lg.Status.SKIPPED, table_name(op.table), "skipped", None, SKIPPED_DETAIL)
+            return Attempt(lg.Status.SKIPPED, str(op.table), "skipped", None, SKIPPED_DETAIL)
         tag = _tag(contract, stored, index, op, forced)
         table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
         return Attempt(lg.Status.FORCED if forced else lg.Status.SUCCEEDED, table, path, version, detail)
@@ -533,6 +533,6 @@ class Runner:
 
                 run_batches(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
                 resumed = f", resumed after {len(marks)} recorded" if marks else ""
-                return table_name(op.table), "sql", self._version(op), f"{count} batch(es){resumed}"
+                return str(op.table), "sql", self._version(op), f"{count} batch(es){resumed}"
         outcome = self.engine.run_verified(op, tag=tag, before=before)
         return outcome.table, outcome.path, outcome.version, outcome.detail

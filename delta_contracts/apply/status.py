@@ -41,8 +41,9 @@ def pending_migrations(
     return out
 
 
-def alias_source(alias: TableId, views: Mapping[TableId, str]) -> TableId | None:
-    """The table an alias view `SELECT * FROM t` reads, or None when `alias` is no such view."""
+def alias_source(alias: TableId, views: Mapping[TableId, str]) -> tuple[str, ...] | None:
+    """The table an alias view `SELECT * FROM t` reads, named as the view names it (perhaps unqualified), or
+    None when `alias` is no such view."""
     from sqlglot import exp
 
     from delta_contracts.sql import expressions as x
@@ -65,5 +66,5 @@ def live_physical(
     (nothing created yet) where the planned migrations will put it."""
     source = alias_source(alias, views)
     if source is not None:
-        return source if len(source) >= len(alias) else (*alias[: len(alias) - len(source)], *source)
+        return TableId(source if len(source) >= len(alias) else (*alias[: len(alias) - len(source)], *source))
     return alias if exists(alias) else planned

@@ -12,8 +12,8 @@ import typer
 from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, ContractSet, print_problems
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 from delta_contracts.cli.tables import _open as open_engine
-from delta_contracts.live import TableId
 from delta_contracts.sql.dialect import DIALECT
+from delta_contracts.tableid import BadTableId, TableId
 
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedProject
@@ -64,6 +64,11 @@ def init_command(
     if (from_table is None) == (all_in is None):
         print("error: give --from-table NAME or --all SCHEMA", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
+    try:
+        wanted = TableId.parse(from_table) if from_table is not None else None
+    except BadTableId as err:
+        print(f"error: --from-table: {err}", file=sys.stderr)
+        raise typer.Exit(err.exit_code) from None
     anchor = output if output is not None else Path("contracts")
     project = project_for(anchor if anchor.is_dir() else anchor.parent)
     try:
@@ -78,10 +83,9 @@ def init_command(
     root = migrations or project.migrations_root
     failed = False
     with open_engine(ContractSet([], project), engine, url, warehouse, read_only=True) as live:
-        names = [from_table] if from_table else _tables_of(live, str(all_in))
+        names = [wanted] if wanted is not None else _tables_of(live, str(all_in))
         for name in names:
-            assert name is not None
-            found = _find(live, tuple(name.split(".")))
+            found = _find(live, name)
             if found is None:
                 print(f"error: no table or alias view {name}", file=sys.stderr)
                 raise typer.Exit(EXIT_INPUT)
@@ -100,7 +104,7 @@ def init_command(
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 
-def _tables_of(live: Engine, schema: str) -> list[str]:
+def _tables_of(live: Engine, schema: str) -> list[TableId]:
     """Every table of `schema`; a versioned table's physical `<name>__vN` is adopted through its view."""
     rows = live.sql(f"SHOW TABLES IN {_quoted(schema)}")
     names = sorted({str(r.get("tableName")) for r in rows if not r.get("isTemporary")})
@@ -109,7 +113,7 @@ def _tables_of(live: Engine, schema: str) -> list[str]:
     for name in names:
         behind_view = name.rsplit("__v", 1)[0].casefold() in views and "__v" in name
         if not behind_view:
-            chosen.append(f"{schema}.{name}")
+            chosen.append(TableId((schema, name)))
     return chosen
 
 
@@ -138,7 +142,8 @@ def _find(live: Engine, name: TableId) -> _Found | None:
     tables = list(sqlglot.parse_one(query, read=DIALECT).find_all(exp.Table))
     if len(tables) != 1:
         return None
-    source = tuple(p for p in (tables[0].catalog, tables[0].db, tables[0].name) if p)
+    named = tuple(p for p in (tables[0].catalog, tables[0].db, tables[0].name) if p)
+    source = TableId(named if len(named) >= 2 else (*name[:-1], *named))  # unqualified: the view's schema
     return _Found(source, name) if live.describe(source) is not None else None
 
 
@@ -175,9 +180,7 @@ def _adopt(
             "owner": {"team": owner},
             **{k: v for k, v in data.items() if k != "owner"},
         }
-    header = (
-        f"# Adopted from the live table {'.'.join(found.physical)} by delta-contracts init --from-table.\n"
-    )
+    header = f"# Adopted from the live table {found.physical} by delta-contracts init --from-table.\n"
     text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
     shown = destination or project.root / data["id"].split(".")[-2] / f"{data['id'].split('.')[-1]}.yaml"
     try:

@@ -103,7 +103,7 @@ def _ledger_entries(live: Engine) -> list[LedgerEntry]:
         raise typer.Exit(err.exit_code) from None
 
 
-def _physical(contracts: ContractSet, contract: Contract) -> tuple[tuple[str, ...], str | None]:
+def _physical(contracts: ContractSet, contract: Contract) -> tuple[TableId, str | None]:
     """Where the contract's data lives: the last planned migration says, else the contract itself.
 
     The second value is why the migrations could not be read (a tampered or unreadable folder), if so."""
@@ -220,7 +220,7 @@ def drift_command(
             items += alias_drift(item.contract, physical, views)
             items += compatibility_drift(item.contract, views, lambda v: unreadable_view(live, v))
             if table is not None:
-                name = ".".join(physical)
+                name = str(physical)
 
                 adopted = _adopted_at(contracts, item.contract)
 
@@ -232,7 +232,7 @@ def drift_command(
             report.append(
                 {
                     "contract": item.contract.id,
-                    "table": ".".join(physical),
+                    "table": str(physical),
                     "drift": [i.to_json() for i in items],
                 }
             )
@@ -304,7 +304,7 @@ def status_command(
                 {
                     "contract": contract.id,
                     "version": contract.version,
-                    "table": ".".join(planned),
+                    "table": str(planned),
                     "exists": table is not None,
                     "stamped": stamped,
                     "read": contract.id,

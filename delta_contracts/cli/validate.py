@@ -49,7 +49,7 @@ def validate_command(
     with _open(contracts, engine, url, warehouse) as live:
         for item in contracts.contracts:
             table = physical_table(item.contract, migrations)
-            print(f"validating {item.contract.id} ({'.'.join(table)})", file=sys.stderr)
+            print(f"validating {item.contract.id} ({table})", file=sys.stderr)
             reports.append(validate_table(live, item.contract, table, samples=samples))
     render = {
         ValidateFormat.JSON: _json,

@@ -22,6 +22,8 @@ from pydantic import (
     field_validator,
 )
 
+from delta_contracts.tableid import TableId
+
 API_VERSION = "delta-contracts/v1"
 
 _SEMVER = re.compile(
@@ -328,8 +330,8 @@ class Contract(Frozen):
         return check_table_id(value)
 
     @property
-    def table_parts(self) -> tuple[str, ...]:
-        return tuple(self.id.split("."))
+    def table_parts(self) -> TableId:
+        return TableId.parse(self.id)
 
     def column(self, name: str) -> Column | None:
         """Look a column up the way Delta does: case-insensitively."""

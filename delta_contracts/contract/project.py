@@ -21,6 +21,7 @@ from delta_contracts.contract.model import (
     Scalar,
     _check_duration,
 )
+from delta_contracts.tableid import TableId
 from delta_contracts.target import DEFAULT_TARGET, Target
 
 PROJECT_FILE = "contracts.yml"
@@ -76,14 +77,14 @@ class EngineSettings(Frozen):
         return value
 
     @property
-    def ledger_table(self) -> tuple[str, ...] | None:
+    def ledger_table(self) -> TableId | None:
         return None if self.ledger is None else table_name_parts(self.ledger)
 
 
 _NAME_PART = re.compile(r"`((?:[^`]|``)+)`|([A-Za-z0-9_]+)")
 
 
-def table_name_parts(name: str) -> tuple[str, ...]:
+def table_name_parts(name: str) -> TableId:
     """`schema.table` or `catalog.schema.table`, each part plain (letters, digits, _) or `back-quoted`."""
     parts: list[str] = []
     position = 0
@@ -101,7 +102,7 @@ def table_name_parts(name: str) -> tuple[str, ...]:
             f"'{name}' is not a table name: write schema.table or catalog.schema.table "
             "(back-quote a part that has other characters than letters, digits and _)"
         )
-    return tuple(parts)
+    return TableId(parts)
 
 
 class TelemetrySettings(Frozen):

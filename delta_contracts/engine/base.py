@@ -48,7 +48,7 @@ class PartialOp(EngineError):
     def __init__(self, op: Op, version: int, why: str) -> None:
         self.op, self.version = op, version
         super().__init__(
-            f"{op.summary()} on {'.'.join(op.table)}: partial: the table is now at version {version}, "
+            f"{op.summary()} on {op.table}: partial: the table is now at version {version}, "
             f"but {why}; inspect that commit (DESCRIBE HISTORY) before retrying"
         )
 
@@ -58,7 +58,7 @@ class PreconditionFailed(EngineError):
         self.op, self.count, self.samples = op, count, samples
         shown = "\n".join(f"    {row}" for row in samples)
         super().__init__(
-            f"{op.summary()}: {count} row(s) of {'.'.join(condition.table)} violate it "
+            f"{op.summary()}: {count} row(s) of {condition.table} violate it "
             f"(WHERE {condition.predicate}); fix them first. Sample:\n{shown}"
         )
 
@@ -233,7 +233,7 @@ class Engine(ABC):
 
         Recording what ran is the caller's (`delta_contracts.apply` writes the ledger)."""
         if self.skip_or_check(op):
-            return OpOutcome(op.kind, ".".join(op.table), None, "skipped", SKIPPED_DETAIL)
+            return OpOutcome(op.kind, str(op.table), None, "skipped", SKIPPED_DETAIL)
         return self.run_verified(op, tag=tag)
 
     def skip_or_check(self, op: Op) -> bool:
@@ -267,9 +267,7 @@ class Engine(ABC):
             after = self.table_version(op.table)
             if after is not None and after != before:
                 raise PartialOp(op, after, f"the Delta log does not show {result}")
-            raise EngineError(
-                f"{op.summary()} on {'.'.join(op.table)}: ran, but the table does not show {result}"
-            )
+            raise EngineError(f"{op.summary()} on {op.table}: ran, but the table does not show {result}")
         return outcome
 
 

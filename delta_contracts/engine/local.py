@@ -122,17 +122,18 @@ class LocalEngine(Engine):
     # -- catalog ---------------------------------------------------------------------------------------------
     @staticmethod
     def local_id(table: TableId) -> TableId:
-        return tuple(table[-2:])
+        return TableId(table[-2:])
 
     def location(self, table: TableId) -> Path:
         """`<warehouse>/<schema>/<table>`, proved to lie under the warehouse and outside its state folder."""
+        table = TableId(table)  # a caller's plain tuple names the table as well
         schema, name = self.local_id(table)
         if schema.casefold() == STATE_DIR.casefold():
-            raise EngineError(f"{'.'.join(table)}: {schema} is the toolkit's own folder of the warehouse")
+            raise EngineError(f"{table}: {schema} is the toolkit's own folder of the warehouse")
         try:
             return inside(self.warehouse, schema, name)
         except OutsideRoot as err:
-            raise EngineError(f"{'.'.join(table)}: not a table the warehouse can hold: {err}") from None
+            raise EngineError(f"{table}: not a table the warehouse can hold: {err}") from None
 
     def _views_file(self) -> Path:
         return self.state / "views.json"
@@ -157,8 +158,8 @@ class LocalEngine(Engine):
         """
         for schema_dir in sorted(p for p in self.warehouse.iterdir() if p.is_dir() and p.name != STATE_DIR):
             for table_dir in sorted(p for p in schema_dir.iterdir() if (p / "_delta_log").is_dir()):
-                self.register((schema_dir.name, table_dir.name))
-        views = {tuple(json.loads(key)): query for key, query in self._views.items()}
+                self.register(TableId((schema_dir.name, table_dir.name)))
+        views = {TableId(json.loads(key)): query for key, query in self._views.items()}
         missing: dict[TableId, list[str]] = {}
         created: set[TableId] = set()
 
@@ -173,9 +174,9 @@ class LocalEngine(Engine):
             for source in _sources(views[view]):
                 if source in views:
                     if not create(source, (*trail, view)):
-                        gone.append(".".join(source))
+                        gone.append(str(source))
                 elif not (self.location(source) / "_delta_log").is_dir():
-                    gone.append(".".join(source))
+                    gone.append(str(source))
             if gone:
                 missing[view] = gone
                 return False
@@ -183,14 +184,14 @@ class LocalEngine(Engine):
                 self._create_view_sql(view, views[view])
             except Exception as err:  # Sail's error, reported with the view it concerns
                 why = first_line(err)
-                raise EngineError(f"cannot re-create the stored view {'.'.join(view)}: {why}") from err
+                raise EngineError(f"cannot re-create the stored view {view}: {why}") from err
             created.add(view)
             return True
 
         for view in sorted(views):
             create(view, ())
         if missing:
-            listed = "; ".join(f"{'.'.join(v)} (reads {', '.join(t)})" for v, t in sorted(missing.items()))
+            listed = "; ".join(f"{v} (reads {', '.join(t)})" for v, t in sorted(missing.items()))
             warnings.warn(f"views not re-created, the tables they read are gone: {listed}", stacklevel=2)
 
     def register(self, table: TableId) -> None:
@@ -233,14 +234,14 @@ class LocalEngine(Engine):
         location = self.location(table)
         if not (location / "_delta_log").is_dir():
             return None
-        return deltalog.read_table(str(location), ".".join(table))
+        return deltalog.read_table(str(location), str(TableId(table)))
 
     def table_version(self, table: TableId) -> int | None:
         location = self.location(table)
         return deltalog.version(str(location)) if (location / "_delta_log").is_dir() else None
 
     def views(self) -> Mapping[TableId, str]:
-        return {tuple(json.loads(k)): v for k, v in self._views.items()}
+        return {TableId(json.loads(k)): v for k, v in self._views.items()}
 
     def history(self, table: TableId) -> list[Commit]:
         return deltalog.history(str(self.location(table)))
@@ -255,7 +256,7 @@ class LocalEngine(Engine):
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
         reason = self.unsupported_reason(op)
         if reason is not None:
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {reason}")
+            raise EngineError(f"{op.summary()} on {op.table}: the local engine cannot: {reason}")
         local = replace(op, table=self.local_id(op.table))
         path = LOCAL.route(local, self.facts(local.table))
         try:
@@ -267,11 +268,11 @@ class LocalEngine(Engine):
                 return self._by_catalog(local)
             if path.how is How.SQL:
                 return self._by_sail(local, tag)
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: the local engine cannot: {path.why}")
+            raise EngineError(f"{op.summary()} on {op.table}: the local engine cannot: {path.why}")
         except EngineError:
             raise
         except Exception as err:  # Sail (Spark Connect), delta-rs and delta-spark errors, told with the op
-            raise EngineError(f"{op.summary()} on {'.'.join(op.table)}: {first_line(err)}") from err
+            raise EngineError(f"{op.summary()} on {op.table}: {first_line(err)}") from err
 
     def unsupported_reason(self, op: Op) -> str | None:
         """Why this engine cannot run `op` on the table as it is now, or None."""
@@ -316,7 +317,7 @@ class LocalEngine(Engine):
         )
 
     def _outcome(self, op: Op, path: str, detail: str = "") -> OpOutcome:
-        return OpOutcome(op.kind, ".".join(op.table), self._version(op.table), path, detail)
+        return OpOutcome(op.kind, str(op.table), self._version(op.table), path, detail)
 
     # -- delta-spark -----------------------------------------------------------------------------------------
     def _by_delta_spark(self, op: Op, tag: str | None, why: str) -> OpOutcome:
@@ -324,7 +325,7 @@ class LocalEngine(Engine):
             return self._rewrite(op, f"delta-spark cannot start here ({why})")
         if isinstance(op, DropColumns) and not self.facts(op.table).mapped:
             raise EngineError(
-                f"{op.summary()} on {'.'.join(op.table)}: Delta drops columns only on a column-mapped table; "
+                f"{op.summary()} on {op.table}: Delta drops columns only on a column-mapped table; "
                 "enable column mapping first (the plan does so in its expand phase: apply that first)"
             )
         self._delta_spark.run(op, self.location(op.table), tag)
@@ -351,9 +352,7 @@ class LocalEngine(Engine):
     def _(self, op: CreateTable, tag: str | None) -> OpOutcome:
         location = self.location(op.table)
         if location.exists() and any(location.iterdir()):
-            raise EngineError(
-                f"{location} already holds files: refusing to create {'.'.join(op.table)} over them"
-            )
+            raise EngineError(f"{location} already holds files: refusing to create {op.table} over them")
         self._exec(exp.Create(this=x.ident(op.table[0]), kind="SCHEMA", exists=True))
         self._exec(_create_statement(op, location))
         self._declared.add(op.table)
@@ -380,7 +379,7 @@ class LocalEngine(Engine):
         self._create_view_sql(op.table, query)
         self._views[json.dumps(list(op.table))] = query
         self._save_views()
-        return OpOutcome(op.kind, ".".join(op.table), None, "sql", "view stored in views.json")
+        return OpOutcome(op.kind, str(op.table), None, "sql", "view stored in views.json")
 
     # -- directories -----------------------------------------------------------------------------------------
     @singledispatchmethod
@@ -392,13 +391,13 @@ class LocalEngine(Engine):
         target = self.local_id(op.new_name)
         source, destination = self.location(op.table), self.location(target)
         if destination.exists():
-            raise EngineError(f"cannot rename {'.'.join(op.table)}: {destination} already exists")
+            raise EngineError(f"cannot rename {op.table}: {destination} already exists")
         destination.parent.mkdir(parents=True, exist_ok=True)
         self._exec(exp.Drop(tables=[x.table(op.table)], kind="TABLE", exists=True))
         os.rename(source, destination)  # one directory move: atomic on one filesystem
         self.register(target)
         return OpOutcome(
-            op.kind, ".".join(target), self._version(target), "catalog", f"moved {source} -> {destination}"
+            op.kind, str(target), self._version(target), "catalog", f"moved {source} -> {destination}"
         )
 
     @_by_catalog.register
@@ -407,7 +406,7 @@ class LocalEngine(Engine):
         location = self.location(op.table)
         if location.exists():
             shutil.rmtree(location)
-        return OpOutcome(op.kind, ".".join(op.table), None, "sql", f"deleted {location}")
+        return OpOutcome(op.kind, str(op.table), None, "sql", f"deleted {location}")
 
     # -- rewrite (allow_rewrite only) ------------------------------------------------------------------------
     def _rewrite(self, op: Op, why: str) -> OpOutcome:
@@ -415,7 +414,7 @@ class LocalEngine(Engine):
         table = op.table
         live = self.describe(table)
         if live is None or live.version is None:
-            raise EngineError(f"{op.summary()}: table {'.'.join(table)} does not exist")
+            raise EngineError(f"{op.summary()}: table {table} does not exist")
         shape = rewrite.reshape(op, rewrite.TableShape.of(live))
         journal, journal_path = rewrite.plan_rewrite(self.state, table, self.location(table), live.version)
         journal_path.parent.mkdir(parents=True, exist_ok=True)
@@ -435,7 +434,7 @@ class LocalEngine(Engine):
     def _build_copy(
         self, op: Op, live: LiveTable, shape: rewrite.TableShape, staging: Path, token: str
     ) -> None:
-        staging_id = ("__delta_contracts_rewrite", "t_" + token.rsplit(".", 1)[-1])
+        staging_id = TableId(("__delta_contracts_rewrite", "t_" + token.rsplit(".", 1)[-1]))
         create = CreateTable(
             table=staging_id,
             phase=op.phase,
@@ -485,7 +484,7 @@ def _sources(query: str) -> set[TableId]:
     for node in tree.find_all(exp.Table):
         if node.name.casefold() in ctes and not node.db:
             continue
-        found.add(tuple(part.name for part in node.parts))
+        found.add(TableId(part.name for part in node.parts))
     return found
 
 

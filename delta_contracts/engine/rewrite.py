@@ -37,6 +37,7 @@ from delta_contracts.plan.ops import (
     WidenType,
 )
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 INTERNAL_PROPERTIES = frozenset(
     {"delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion"}
@@ -141,7 +142,7 @@ def _(op: DropColumns, shape: TableShape) -> TableShape:
 class Journal:
     """One rewrite under way: where the table is, where its copy is built, where the old one goes."""
 
-    table: tuple[str, ...]
+    table: TableId
     location: str
     staging: str
     backup: str
@@ -159,7 +160,7 @@ class Journal:
     @classmethod
     def load(cls, path: Path) -> Journal:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return cls(**{**data, "table": tuple(data["table"])})
+        return cls(**{**data, "table": TableId(data["table"])})
 
 
 def _fsync_dir(folder: Path) -> None:
@@ -174,10 +175,10 @@ def journal_folder(state: Path) -> Path:
     return state / "rewrite"
 
 
-def plan_rewrite(state: Path, table: tuple[str, ...], location: Path, version: int) -> tuple[Journal, Path]:
+def plan_rewrite(state: Path, table: TableId, location: Path, version: int) -> tuple[Journal, Path]:
     """Name the staging copy and the backup of a rewrite of `table` at `version`; nothing is written yet."""
     token = uuid.uuid4().hex[:12]
-    name = ".".join(table)
+    name = str(table)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     staging = journal_folder(state) / f"{name}.{token}"
     backup = state / "backups" / f"{name}.v{version}.{stamp}.{token}"
@@ -211,7 +212,7 @@ def recover(state: Path) -> list[str]:
     for path in sorted(folder.glob("*.json")):
         journal = Journal.load(path)
         location, staging, backup = Path(journal.location), Path(journal.staging), Path(journal.backup)
-        name = ".".join(journal.table)
+        name = str(journal.table)
         if location.exists() and backup.exists():
             notes.append(f"{name}: an interrupted rewrite had finished; the old table is kept at {backup}")
         elif backup.exists():

@@ -10,6 +10,7 @@ from typing import Any
 
 from delta_contracts.contract.project import EngineSettings
 from delta_contracts.engine.base import Engine, EngineChoiceError
+from delta_contracts.tableid import TableId
 
 ENV_ENGINE, ENV_URL, ENV_WAREHOUSE = (
     "DELTA_CONTRACTS_ENGINE",
@@ -24,7 +25,7 @@ class EngineChoice:
     name: str
     url: str | None
     warehouse: Path
-    ledger: tuple[str, ...] | None = None  # a catalog table for the ledger (spark/connect only)
+    ledger: TableId | None = None  # a catalog table for the ledger (spark/connect only)
     # Spark settings for the session `spark` starts: contracts.yml's, then `--conf`'s (which win)
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     command_line_conf: Mapping[str, str] = field(default_factory=dict)

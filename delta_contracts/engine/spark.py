@@ -336,10 +336,8 @@ class SparkEngine(Engine):
     def run(self, op: Op, *, tag: str | None = None) -> OpOutcome:
         reason = self.unsupported_reason(op)
         if reason is not None:
-            raise EngineError(
-                f"{op.summary()} on {'.'.join(op.table)}: the {self.name} engine cannot: {reason}"
-            )
-        where = f"{op.summary()} on {'.'.join(op.table)}"
+            raise EngineError(f"{op.summary()} on {op.table}: the {self.name} engine cannot: {reason}")
+        where = f"{op.summary()} on {op.table}"
         try:
             with self._statement_settings(tag):
                 if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
@@ -355,7 +353,7 @@ class SparkEngine(Engine):
             raise EngineError(f"{where}: {one_line(err)}") from err
         target = op.new_name if isinstance(op, RenameTable) else op.table
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
-        return OpOutcome(op.kind, ".".join(target), version, "sql")
+        return OpOutcome(op.kind, str(target), version, "sql")
 
     def _execute(self, op: Op) -> None:
         statement = self._statement(op)  # made again for each attempt: a change-feed start moves on
@@ -396,6 +394,7 @@ class SparkEngine(Engine):
 
     def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
         # Not DESCRIBE DETAIL, which replays the table's whole state after every commit (spark_describe).
+        table = TableId(table)  # a caller's plain tuple names the table as well
         rows = self._describe_rows("EXTENDED", table)
         if rows is None:
             return None
@@ -404,7 +403,7 @@ class SparkEngine(Engine):
             return None
         if info.provider.lower() != "delta":
             kind = info.provider or "non-Delta"
-            raise EngineError(f"{'.'.join(table)} is a {kind} table, not a Delta table")
+            raise EngineError(f"{table} is a {kind} table, not a Delta table")
         properties = TableProperties.of(self.sql(x.sql(_show("TBLPROPERTIES", x.table(table)))))
         # No SQL statement gives the version but DESCRIBE HISTORY (a Spark job), so only when asked.
         version = self._version(table) if with_version else None
@@ -417,7 +416,7 @@ class SparkEngine(Engine):
         }
         reader = properties.min_reader_version
         return LiveTable(
-            name=".".join(table),
+            name=str(table),
             location=info.location,
             columns=columns_from_schema(self.spark.table(x.sql(x.table(table))).schema.json()),
             properties={
@@ -445,7 +444,7 @@ class SparkEngine(Engine):
             for row in self.spark.sql(x.sql(_show("VIEWS IN", x.ident(schema)))).collect():
                 if row["isTemporary"]:
                     continue
-                view: TableId = (schema, str(row["viewName"]))
+                view = TableId((schema, str(row["viewName"])))
                 text = self.view_text(view)
                 if text:
                     found[view] = text
@@ -499,7 +498,7 @@ class SparkEngine(Engine):
         return commits_from_history(rows or ())
 
 
-def exp_create_schema(schema: TableId) -> Any:
+def exp_create_schema(schema: tuple[str, ...]) -> Any:
     from sqlglot import exp
 
     return exp.Create(this=x.table(schema), kind="SCHEMA", exists=True)

@@ -20,7 +20,6 @@ from delta_contracts.plan.ops import (
     Op,
     Phase,
     StampContract,
-    table_name,
 )
 from delta_contracts.plan.rules import CheckRule, contract_rules, schema_hash
 from delta_contracts.plan.stamp import STAMP_CONTRACT, contract_stamp
@@ -48,7 +47,7 @@ class TableState:
 def versioned_name(contract: Contract, major: int | None = None) -> TableId:
     parts = contract.table_parts
     number = semver_tuple(contract.version)[0] if major is None else major
-    return (*parts[:-1], f"{parts[-1]}__v{number}")
+    return TableId((*parts[:-1], f"{parts[-1]}__v{number}"))
 
 
 def initial_state(contract: Contract) -> TableState:
@@ -124,7 +123,7 @@ def create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:
             clustered_by=contract.table.clustered_by,
             comment=contract.description,
             properties=create_properties(contract),
-            reason=f"create {table_name(table)} from contract {contract.id} {contract.version}",
+            reason=f"create {table} from contract {contract.id} {contract.version}",
         )
     ]
     ops.extend(add_check(table, phase, rule) for rule in contract_rules(contract).values())

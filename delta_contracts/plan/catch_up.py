@@ -43,7 +43,7 @@ from sqlglot import exp
 
 from delta_contracts.live import Commit, TableId
 from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, TableAbsent, TableExists
-from delta_contracts.plan.ops import CopyRows, Op, Phase, copy_precondition, table_name
+from delta_contracts.plan.ops import CopyRows, Op, Phase, copy_precondition
 from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
@@ -103,18 +103,15 @@ class CatchUpRows(Op):
     def summary(self) -> str:
         if self.strategy is CatchUpStrategy.INSERT_MISSING:
             by = f"by {', '.join(self.key)}" if self.key else "by whole rows"
-            source, target = table_name(self.source), table_name(self.table)
+            source, target = str(self.source), str(self.table)
             return f"fence: copy the rows of {source} that {target} lacks ({by})"
         if self.strategy is CatchUpStrategy.PARTITIONS:
             return (
-                f"catch up rows {table_name(self.source)} -> {table_name(self.table)} "
+                f"catch up rows {self.source} -> {self.table} "
                 f"(rewriting the partitions of {', '.join(self.partition_by)} whose rows differ)"
             )
         how = "change data feed" if self.strategy is CatchUpStrategy.CHANGE_FEED else "the whole source"
-        return (
-            f"catch up rows {table_name(self.source)} -> {table_name(self.table)} "
-            f"(merge on {', '.join(self.key)}, reading {how})"
-        )
+        return f"catch up rows {self.source} -> {self.table} (merge on {', '.join(self.key)}, reading {how})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +140,8 @@ def choose_catch_up(
     copy: CopyRows, new: Contract, old_properties: Sequence[tuple[str, str]]
 ) -> CatchUpChoice:
     """The cutover catch-up for the populate `copy`, by what the contracts say of the tables."""
-    target = table_name(copy.table)
-    source = table_name(copy.source)
+    target = str(copy.table)
+    source = str(copy.source)
     key = _merge_key(new, copy)
     feed = dict(old_properties).get(CHANGE_DATA_FEED, "false").lower() == "true"
     if key is not None:

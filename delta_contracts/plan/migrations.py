@@ -25,6 +25,7 @@ from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.planner import TableState, plan
 from delta_contracts.plan.serialize import migration_from_data, migration_to_data
 from delta_contracts.plan.sqlfile import render_sql_file
+from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 
 SUM_FILE = "migrations.sum"
@@ -129,7 +130,7 @@ def load_history(folder: Path) -> list[StoredMigration]:
                 migration=migration_from_data(data["migration"]),
                 contract=Contract.model_validate(data["contract"]),
                 state=TableState(
-                    tuple(data["state"]["physical"]), tuple(tuple(p) for p in data["state"]["properties"])
+                    TableId(data["state"]["physical"]), tuple(tuple(p) for p in data["state"]["properties"])
                 ),
                 target=Target(data["target"]),
                 sql_path=path.with_suffix(".sql"),

@@ -78,8 +78,9 @@ def marked_columns(properties: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def table_name(table: TableId) -> str:
-    return ".".join(table)
+def table_name(table: tuple[str, ...]) -> str:
+    """Deprecated: `str(table)`. Kept while plan modules still call it; the id is validated either way."""
+    return str(TableId(table))
 
 
 @dataclass(frozen=True, slots=True)

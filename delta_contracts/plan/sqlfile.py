@@ -24,7 +24,6 @@ from delta_contracts.plan.ops import (
     LastCatchUp,
     Migration,
     Op,
-    table_name,
 )
 from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
@@ -75,7 +74,7 @@ def refusal_guards(op: Op, alias: TableId) -> tuple[tuple[str, str], ...]:
     """(why, statement) pairs run before `op`'s statement in its cell, each failing on a state in which the
     statement would do harm if run (again) by hand."""
     if isinstance(op, CopyRows | CatchUpRows):
-        source, target = table_name(op.source), table_name(op.table)
+        source, target = str(op.source), str(op.table)
         gone = (
             "dropped by the contract phase, nothing is left to copy"
             if is_fence(op)
@@ -86,7 +85,7 @@ def refusal_guards(op: Op, alias: TableId) -> tuple[tuple[str, str], ...]:
             # The alias view reads the source until the cutover swaps it to the new table: compared by the
             # data files each reads, which says where the view points whatever its name or its columns.
             message = (
-                f"{table_name(alias)} no longer reads {source}: the cutover ran, and copying {source} "
+                f"{alias} no longer reads {source}: the cutover ran, and copying {source} "
                 f"into {target} again would overwrite rows written since; nothing was changed"
             )
             moved = exp.Except(this=_files_read(alias), expression=_files_read(op.source), distinct=True)
@@ -96,14 +95,14 @@ def refusal_guards(op: Op, alias: TableId) -> tuple[tuple[str, str], ...]:
             )
             guards.append(
                 (
-                    f"fails once {table_name(alias)} reads another table than {source}",
+                    f"fails once {alias} reads another table than {source}",
                     x.sql(exp.select(assertion)),
                 )
             )
         return tuple(guards)
     if isinstance(op, DropTable):
         # DROP TABLE IF EXISTS drops a view of that name too: the compatibility view made after the drop.
-        name = table_name(op.table)
+        name = str(op.table)
         return (
             (f"fails unless {name} is a table: dropped already, or now a view", _must_be_table(op.table)),
         )
@@ -112,7 +111,7 @@ def refusal_guards(op: Op, alias: TableId) -> tuple[tuple[str, str], ...]:
 
 def render_sql_file(migration: Migration, *, migration_id: str, target: Target) -> str:
     versions = f"{migration.from_version or '(new)'} -> {migration.to_version}"
-    table = comment_text(table_name(migration.table))
+    table = comment_text(str(migration.table))
     lines = [
         f"-- delta-contracts migration {migration_id}: {table} {versions}",
         f"-- strategy: {migration.strategy}; target: {target.value}",

@@ -24,6 +24,7 @@ from delta_contracts.errors import FailedError
 from delta_contracts.quality.locate import resolve_contract
 from delta_contracts.quality.rules import row_rules
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -99,7 +100,7 @@ def enforce(
         return df
     from delta_contracts.quality import sink
 
-    table = tuple(quarantine_table) if quarantine_table else quarantine_name(model)
+    table = TableId(quarantine_table) if quarantine_table else quarantine_name(model)
     marked = df.selectExpr("*", x.sql(broken_rules(checks(model)).as_(VIOLATIONS)))
     stamp = [
         x.literal(model.id).as_("_contract_id"),
@@ -112,9 +113,9 @@ def enforce(
     return marked.where(x.sql(exp.Not(this=_any_broken()))).drop(VIOLATIONS)
 
 
-def quarantine_name(contract: Contract) -> tuple[str, ...]:
+def quarantine_name(contract: Contract) -> TableId:
     parts = contract.table_parts
-    return (*parts[:-1], f"{parts[-1]}__quarantine")
+    return TableId((*parts[:-1], f"{parts[-1]}__quarantine"))
 
 
 def checks(contract: Contract) -> list[Check]:

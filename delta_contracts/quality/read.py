@@ -84,7 +84,7 @@ class Served:
     window_left: timedelta | None = None
 
     def query(self) -> exp.Select:
-        table = x.table(tuple(self.name.split(".")))
+        table = x.table(TableId.parse(self.name))
         columns: list[exp.Expr] = [x.column(c) for c in self.columns] or [exp.Star()]
         return exp.select(*columns).from_(table)
 
@@ -139,7 +139,7 @@ def resolve(
     wanted = max(matching, key=lambda c: semver_tuple(c.version))
     successor = f"{latest.id} {latest.version}"
     window = duration(latest.evolution.deprecation_window)
-    views = {tuple(p.casefold() for p in k): v for k, v in engine.views().items()}
+    views = {_key(k): v for k, v in engine.views().items()}
     now = now or datetime.now(UTC)
     parts = latest.table_parts
 
@@ -148,34 +148,30 @@ def resolve(
         kind, stamp, live = current
         if stamp is not None and spec.allows(stamp):
             shape = next((m.contract for m in history if m.contract.version == stamp), None)
-            return Served(contract_id, stamp, ".".join(parts), kind, _projection(live, shape))
+            return Served(contract_id, stamp, str(parts), kind, _projection(live, shape))
 
-    versioned = (*parts[:-1], f"{parts[-1]}__v{semver_tuple(wanted.version)[0]}")
+    versioned = TableId((*parts[:-1], f"{parts[-1]}__v{semver_tuple(wanted.version)[0]}"))
     old = engine.describe(versioned)
     if old is not None and (stamp := old.properties.get(STAMP_VERSION)) and spec.allows(stamp):
         deprecated = old.properties.get(DEPRECATED_TABLE) == "true"
         left = _window_left(old, DEPRECATED_TABLE, window, now) if deprecated else None
-        return Served(
-            contract_id, stamp, ".".join(versioned), "versioned_table", (), deprecated, successor, left
-        )
+        return Served(contract_id, stamp, str(versioned), "versioned_table", (), deprecated, successor, left)
     if _key(versioned) in views:
         broken = unreadable_view(engine, versioned)
         if broken is not None:
             raise PinNotServedError(
-                f"{contract_id} {spec.text}: the compatibility view {'.'.join(versioned)} that serves "
+                f"{contract_id} {spec.text}: the compatibility view {versioned} that serves "
                 f"{wanted.version} no longer reads ({broken}); a later migration removed or changed what it "
                 f"reads. Read version ^{semver_tuple(latest.version)[0]} instead"
             )
-        return Served(
-            contract_id, wanted.version, ".".join(versioned), "compatibility_view", (), True, successor
-        )
+        return Served(contract_id, wanted.version, str(versioned), "compatibility_view", (), True, successor)
 
     if current is not None and _has_shape(current[2], wanted):
         live = current[2]
         left = _window_left(live, DEPRECATED_COLUMNS, window, now)
         columns = tuple(c.name for c in wanted.columns)
         return Served(
-            contract_id, wanted.version, ".".join(parts), "deprecated_columns", columns, True, successor, left
+            contract_id, wanted.version, str(parts), "deprecated_columns", columns, True, successor, left
         )
     since = [m.contract for m in history if semver_tuple(m.contract.version) >= semver_tuple(wanted.version)]
     raise PinNotServedError(_not_served(contract_id, spec, since, current))
@@ -195,7 +191,7 @@ def unreadable_view(engine: Engine, view: TableId) -> str | None:
 
 
 def _key(table: TableId) -> TableId:
-    return tuple(p.casefold() for p in table)
+    return TableId(p.casefold() for p in table)
 
 
 def _current(
@@ -212,7 +208,7 @@ def _current(
     if read_from is None:
         return None
     names = [p.name for p in (read_from.args.get("catalog"), read_from.args.get("db"), read_from.this) if p]
-    target = tuple(names) if len(names) > 1 else (*parts[:-1], *names)
+    target = TableId(names if len(names) > 1 else (*parts[:-1], *names))
     live = engine.describe(target)
     if live is None:
         return None

@@ -221,7 +221,8 @@ def validate_table(
 ) -> TableReport:
     """Validate one live table against its contract: one aggregate query, then (only when a row rule or a
     unique key failed) one more query for the sample rows of every failing rule."""
-    name = ".".join(table)
+    table = TableId(table)  # a caller's plain tuple names the table as well
+    name = str(table)
     live = engine.describe(table)
     if live is None:
         return TableReport(contract.id, contract.version, name, None, error=f"table {name} does not exist")

@@ -18,6 +18,7 @@ from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
 from delta_contracts.quality.locate import resolve_contract
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -61,7 +62,7 @@ def write(
     model = resolve_contract(contract_or_id, contracts)
     live_engine = engine or as_engine(df.sparkSession)
     table = write_table(live_engine, model)
-    name = ".".join(table)
+    name = str(table)
     checked = enforce(df, model, mode, engine=live_engine)
     good = checked.selectExpr(*(x.sql(x.column(c.name)) for c in model.columns))  # contract order, by name
     keyed = model.quality.unique[0] if model.quality.unique else ()
@@ -78,7 +79,7 @@ def write(
     return WriteResult(name, history[-1].version if history else 0, how, tag)
 
 
-def write_table(engine: Engine, model: Contract) -> tuple[str, ...]:
+def write_table(engine: Engine, model: Contract) -> TableId:
     """The table producers write to, found live: the table the contract's name is, or the one its alias view
     reads — after a versioned cutover `<table>__v<major>`, whatever the contract itself declares. Never an
     older version's table still waiting for its drop: rows written there after the cutover would not be
@@ -94,7 +95,7 @@ def write_table(engine: Engine, model: Contract) -> tuple[str, ...]:
     )
     if engine.describe(current, with_version=False) is None:
         raise ContractTableMissingError(
-            f"{'.'.join(current)} does not exist: create it from contract {model.id} {model.version} first"
+            f"{current} does not exist: create it from contract {model.id} {model.version} first"
         )
     return current
 

@@ -280,7 +280,7 @@ def _mark_times(
     mark op in the ledger."""
     from delta_contracts.apply.gates import marked_at
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
-    from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE, table_name
+    from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE
 
     try:
         history = load_history(table_folder(project.root / project.project.migrations, contract_id))
@@ -296,7 +296,7 @@ def _mark_times(
             if when is None:
                 continue
             if properties.get(DEPRECATED_TABLE, "").casefold() == "true":
-                out.setdefault(table_name(op.table).casefold(), when)
+                out.setdefault(str(op.table).casefold(), when)
             for column in json.loads(properties.get(DEPRECATED_COLUMNS) or "[]"):
                 out.setdefault(str(column).casefold(), when)
     return out
@@ -343,11 +343,11 @@ def _live(
     table = engine.describe(physical)
     items = table_drift(contract, table, physical) + alias_drift(contract, physical, views)
     if table is not None:
-        name = ".".join(physical)
+        name = str(physical)
         known = entries or []
         items += commit_drift(engine.history(physical), lambda v: claimed(known, name, v))
     live = {
-        "table": ".".join(physical),
+        "table": str(physical),
         "exists": "yes" if table is not None else "no",
         "stamped": (table.properties.get(STAMP_VERSION) if table is not None else None) or "-",
     }

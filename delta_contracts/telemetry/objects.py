@@ -86,7 +86,6 @@ def watched(
     (a statement through it is resolved at its own time, later), and the names that served a deprecated
     object at some time are watched too (`Watched.via`)."""
     from delta_contracts.plan.building import versioned_name
-    from delta_contracts.plan.ops import table_name
 
     objects: list[str] = [o.casefold() for o in extra]
     consumers: dict[str, tuple[str, ...]] = {}
@@ -103,7 +102,7 @@ def watched(
         # Queries may still name columns the contract has deprecated or renamed away.
         known = tuple(dict.fromkeys(columns + deprecated_columns))
         schemas[table] = known
-        schemas[table_name(versioned_name(contract)).casefold()] = known
+        schemas[str(versioned_name(contract)).casefold()] = known
     for name, live_table in (live or {}).items():
         found = deprecated_in_live(name, live_table)
         objects.extend(found)
@@ -134,7 +133,6 @@ def watched_on(engine: Engine, contracts: Sequence[Contract], extra: Iterable[st
     """`watched` with the live tables' deprecation marks, locations and the engine's views."""
     from delta_contracts.contract.model import semver_tuple
     from delta_contracts.plan.building import versioned_name
-    from delta_contracts.plan.ops import table_name
 
     live: dict[str, LiveTable] = {}
     for contract in contracts:
@@ -143,6 +141,6 @@ def watched_on(engine: Engine, contracts: Sequence[Contract], extra: Iterable[st
         for parts in names:
             table = engine.describe(parts)
             if table is not None:
-                live[table_name(parts)] = table
-    views = {table_name(view): text for view, text in engine.views().items()}
+                live[str(parts)] = table
+    views = {str(view): text for view, text in engine.views().items()}
     return watched(contracts, live, views, extra, Names.load(engine.ledger_table()))

@@ -31,6 +31,7 @@ from delta_contracts.plan.ops import (
     DropCheck,
     DropColumnDefault,
     DropColumns,
+    DropFeature,
     DropNotNull,
     LastCatchUp,
     MarkDeprecated,
@@ -53,6 +54,11 @@ from delta_contracts.sql import expressions as x
 from delta_contracts.target import NO_SET_NOT_NULL, Target
 
 Enable = Callable[[tuple[str, str], str], None]
+
+# The protocol feature `delta.enableTypeWidening` adds: the stable one on Delta 3.3+/4, the preview one when
+# Delta 3.2/3.3 enables it (delta-io/delta TableFeature.scala).
+TYPE_WIDENING_FEATURE = "typeWidening"
+TYPE_WIDENING_PREVIEW = "typeWidening-preview"
 
 
 @dataclass
@@ -90,6 +96,7 @@ def plan_in_place(
     Alembic's comparators; the phase of each op, not the order of the aspects, orders the migration."""
     ctx = _Context(Builder(new.table_parts), state.physical, target, dict(state.properties))
     b, t = ctx.b, ctx.t
+    widening_was_on = ctx.props.get(TYPE_WIDENING[0]) == TYPE_WIDENING[1]
     pairing = pair_columns(old, new)
     going = [*pairing.removed, *(before for before, _ in pairing.renamed)]
     if going:
@@ -122,6 +129,7 @@ def plan_in_place(
         before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
         for before, after in pairing.renamed
     }
+    _type_widening_off(ctx, old, new, widening_was_on)
     _contract_phase(ctx, new, going, copies)
     if t != new.table_parts:
         _repoint_alias(b, new, t, [c.name for c in going], target)
@@ -144,7 +152,7 @@ def _table_layout(ctx: _Context, old: Contract, new: Contract) -> None:
             SetProperties(table=t, phase=Phase.EXPAND, properties=changed_props, reason="contract properties")
         )
         ctx.props.update(changed_props)
-    for key in sorted(set(old.table.properties) - set(new.table.properties)):
+    for key in sorted(set(old.table.properties) - set(new.table.properties) - {TYPE_WIDENING[0]}):
         b.warn(f"{table_name(t)}: property {key} left the contract but stays on the table (unset it by hand)")
     if (new.description or None) != (old.description or None) and new.description:
         b.add(
@@ -264,6 +272,45 @@ def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[
     )
     ctx.b.add(mark)
     ctx.props.update(mark.properties)
+
+
+def _type_widening_off(ctx: _Context, old: Contract, new: Contract, was_on: bool) -> None:
+    """A contract that turns type widening off (its property 'false', or gone after 'true') on a table that
+    has the feature: the contract phase drops the feature, which gives readers without it (Delta before 3.3,
+    other engines) the table back. Delta rewrites the files written before each widening first, and on
+    Delta 4 keeps the history readable (checkpoint protection: no TRUNCATE HISTORY, no wait). Delta 3.3 can
+    only drop it a day later with TRUNCATE HISTORY (measured: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD),
+    so on the delta-3 target the feature stays, and the plan says so."""
+    key, on = TYPE_WIDENING
+    wanted, before = new.table.properties.get(key), old.table.properties.get(key)
+    turned_off = (wanted == "false" and before != "false") or (wanted is None and before == on)
+    widened_now = any(isinstance(op, WidenType) for op in ctx.b.all_ops())
+    if not turned_off or not (was_on or widened_now):
+        if wanted is None and before == on:
+            ctx.b.warn(
+                f"{table_name(ctx.t)}: property {key} left the contract but stays on the table (unset it by "
+                "hand)"
+            )
+        return
+    if ctx.target is Target.DELTA_3:
+        ctx.b.warn(
+            f"{table_name(ctx.t)}: type widening is off, but the {TYPE_WIDENING_PREVIEW} feature stays in the "
+            "protocol: Delta 3.3 drops a feature only after the log retention (or 24 hours and TRUNCATE "
+            "HISTORY); plan for delta-4 to drop it"
+        )
+        return
+    ctx.b.add(
+        DropFeature(
+            table=ctx.t,
+            phase=Phase.CONTRACT,
+            feature=TYPE_WIDENING_FEATURE,
+            reason="type widening turned off: give readers without the feature the table back",
+        )
+    )
+    if wanted is None:
+        ctx.props.pop(key, None)  # DROP FEATURE unsets it
+    else:
+        ctx.props[key] = wanted
 
 
 def _contract_phase(

@@ -96,7 +96,6 @@ def plan_in_place(
     Alembic's comparators; the phase of each op, not the order of the aspects, orders the migration."""
     ctx = _Context(Builder(new.table_parts), state.physical, target, dict(state.properties))
     b, t = ctx.b, ctx.t
-    widening_was_on = ctx.props.get(TYPE_WIDENING[0]) == TYPE_WIDENING[1]
     pairing = pair_columns(old, new)
     going = [*pairing.removed, *(before for before, _ in pairing.renamed)]
     if going:
@@ -107,12 +106,13 @@ def plan_in_place(
             "spark.databricks.delta.streaming.allowSourceColumnDrop=always (allowSourceColumnRenameAndDrop "
             "for a rename by Delta); restart them after each schema change"
         )
-    _table_layout(ctx, old, new)
     widened = {
         before.name.casefold(): canonical(after.type)
         for before, after in pairing.kept
         if parse_type(before.type) != parse_type(after.type)
     }
+    widening_off = _turns_type_widening_off(ctx, old, new, bool(widened))
+    _table_layout(ctx, old, new, held_back=frozenset({TYPE_WIDENING[0]}) if widening_off else frozenset())
     relax = _old_rules(ctx, old, new, going, widened)
     for before, after in pairing.kept:
         _kept_column(b, t, before, after, target, ctx.enable)
@@ -129,7 +129,8 @@ def plan_in_place(
         before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
         for before, after in pairing.renamed
     }
-    _type_widening_off(ctx, old, new, widening_was_on)
+    if widening_off:
+        _type_widening_off(ctx, new)
     _contract_phase(ctx, new, going, copies)
     if t != new.table_parts:
         _repoint_alias(b, new, t, [c.name for c in going], target)
@@ -141,18 +142,21 @@ def plan_in_place(
     return migration, after_state
 
 
-def _table_layout(ctx: _Context, old: Contract, new: Contract) -> None:
-    """Properties, description and clustering keys: metadata-only, in expand."""
+def _table_layout(ctx: _Context, old: Contract, new: Contract, held_back: frozenset[str]) -> None:
+    """Properties, description and clustering keys: metadata-only, in expand. `held_back`: properties a
+    later phase sets."""
     b, t = ctx.b, ctx.t
     changed_props = tuple(
-        (k, v) for k, v in sorted(new.table.properties.items()) if old.table.properties.get(k) != v
+        (k, v)
+        for k, v in sorted(new.table.properties.items())
+        if old.table.properties.get(k) != v and k not in held_back
     )
     if changed_props:
         b.add(
             SetProperties(table=t, phase=Phase.EXPAND, properties=changed_props, reason="contract properties")
         )
         ctx.props.update(changed_props)
-    for key in sorted(set(old.table.properties) - set(new.table.properties) - {TYPE_WIDENING[0]}):
+    for key in sorted(set(old.table.properties) - set(new.table.properties) - held_back):
         b.warn(f"{table_name(t)}: property {key} left the contract but stays on the table (unset it by hand)")
     if (new.description or None) != (old.description or None) and new.description:
         b.add(
@@ -274,43 +278,47 @@ def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[
     ctx.props.update(mark.properties)
 
 
-def _type_widening_off(ctx: _Context, old: Contract, new: Contract, was_on: bool) -> None:
-    """A contract that turns type widening off (its property 'false', or gone after 'true') on a table that
-    has the feature: the contract phase drops the feature, which gives readers without it (Delta before 3.3,
-    other engines) the table back. Delta rewrites the files written before each widening first, and on
-    Delta 4 keeps the history readable (checkpoint protection: no TRUNCATE HISTORY, no wait). Delta 3.3 can
-    only drop it a day later with TRUNCATE HISTORY (measured: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD),
-    so on the delta-3 target the feature stays, and the plan says so."""
+def _turns_type_widening_off(ctx: _Context, old: Contract, new: Contract, widens: bool) -> bool:
+    """Whether the contract turns type widening off (its property 'false', or gone after 'true') on a table
+    that has the feature, or gets it for a widening of this same migration: then the contract phase turns it
+    off, after every widening (`_type_widening_off`)."""
     key, on = TYPE_WIDENING
     wanted, before = new.table.properties.get(key), old.table.properties.get(key)
     turned_off = (wanted == "false" and before != "false") or (wanted is None and before == on)
-    widened_now = any(isinstance(op, WidenType) for op in ctx.b.all_ops())
-    if not turned_off or not (was_on or widened_now):
-        if wanted is None and before == on:
-            ctx.b.warn(
-                f"{table_name(ctx.t)}: property {key} left the contract but stays on the table (unset it by "
-                "hand)"
-            )
-        return
+    if not turned_off or not (ctx.props.get(key) == on or widens):
+        return False
+    # Delta 3.3 cannot unset it by dropping the feature (below): a property gone stays on the table, as any.
+    return ctx.target is not Target.DELTA_3 or wanted is not None
+
+
+def _type_widening_off(ctx: _Context, new: Contract) -> None:
+    """DROP FEATURE typeWidening gives readers without the feature (Delta before 3.3, delta-rs) the table
+    back: it rewrites the files written before each widening, unsets the property and takes the feature out
+    of the protocol; on Delta 4 the history stays readable (checkpoint protection), so neither TRUNCATE
+    HISTORY nor a wait is needed. A contract that says 'false' gets it set again after the drop (measured on
+    Delta 4.4: setting 'false' does not bring the feature back). Delta 3.3 drops a feature only after the
+    log retention, or a day later with TRUNCATE HISTORY (measured: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_
+    PERIOD): on the delta-3 target the feature stays, and the plan says so."""
+    key = TYPE_WIDENING[0]
     if ctx.target is Target.DELTA_3:
         ctx.b.warn(
             f"{table_name(ctx.t)}: type widening is off, but the {TYPE_WIDENING_PREVIEW} feature stays in the "
             "protocol: Delta 3.3 drops a feature only after the log retention (or 24 hours and TRUNCATE "
             "HISTORY); plan for delta-4 to drop it"
         )
+    else:
+        why = "type widening turned off: readers without the feature can read the table again"
+        ctx.b.add(DropFeature(table=ctx.t, phase=Phase.CONTRACT, feature=TYPE_WIDENING_FEATURE, reason=why))
+    wanted = new.table.properties.get(key)
+    if wanted is None:
+        ctx.props.pop(key, None)
         return
     ctx.b.add(
-        DropFeature(
-            table=ctx.t,
-            phase=Phase.CONTRACT,
-            feature=TYPE_WIDENING_FEATURE,
-            reason="type widening turned off: give readers without the feature the table back",
+        SetProperties(
+            table=ctx.t, phase=Phase.CONTRACT, properties=((key, wanted),), reason="contract properties"
         )
     )
-    if wanted is None:
-        ctx.props.pop(key, None)  # DROP FEATURE unsets it
-    else:
-        ctx.props[key] = wanted
+    ctx.props[key] = wanted
 
 
 def _contract_phase(

@@ -91,7 +91,7 @@ class PropertiesSet:
 
 @dataclass(frozen=True, slots=True)
 class FeatureAbsent:
-    """The table's protocol lists no feature of this name (reader or writer); a table that is gone has none."""
+    """The table's protocol lists no feature of this name (reader or writer); a gone table has none."""
 
     table: TableId
     feature: str
@@ -210,7 +210,8 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
         case PropertiesSet(_, properties):
             return all(_property_holds(live, k, v) for k, v in properties)
         case FeatureAbsent(_, feature):
-            return feature.casefold() not in {f.casefold() for f in (*live.reader_features, *live.writer_features)}
+            listed = (*live.reader_features, *live.writer_features)
+            return feature.casefold() not in {f.casefold() for f in listed}
         case ClusteredBy(_, columns):
             return [c.casefold() for c in live.clustering_columns] == [c.casefold() for c in columns]
         case TableCommentIs(_, comment):

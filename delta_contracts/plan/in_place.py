@@ -302,8 +302,8 @@ def _type_widening_off(ctx: _Context, new: Contract) -> None:
     key = TYPE_WIDENING[0]
     if ctx.target is Target.DELTA_3:
         ctx.b.warn(
-            f"{table_name(ctx.t)}: type widening is off, but the {TYPE_WIDENING_PREVIEW} feature stays in the "
-            "protocol: Delta 3.3 drops a feature only after the log retention (or 24 hours and TRUNCATE "
+            f"{table_name(ctx.t)}: type widening is off, but the {TYPE_WIDENING_PREVIEW} feature stays in "
+            "the protocol: Delta 3.3 drops a feature only after the log retention (or 24 hours and TRUNCATE "
             "HISTORY); plan for delta-4 to drop it"
         )
     else:

@@ -139,6 +139,8 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
     ("change_clustering", "versioned"): "CLUSTER BY",
     ("set_property", "in_place"): "change data feed",
     ("set_property", "versioned"): "change data feed",
+    ("type_widening_off", "in_place"): "DROP FEATURE",
+    ("type_widening_off", "versioned"): "DROP FEATURE",
 }
 
 

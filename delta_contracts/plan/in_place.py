@@ -55,10 +55,8 @@ from delta_contracts.target import NO_SET_NOT_NULL, Target
 
 Enable = Callable[[tuple[str, str], str], None]
 
-# The protocol feature `delta.enableTypeWidening` adds: the stable one on Delta 3.3+/4, the preview one when
-# Delta 3.2/3.3 enables it (delta-io/delta TableFeature.scala).
-TYPE_WIDENING_FEATURE = "typeWidening"
-TYPE_WIDENING_PREVIEW = "typeWidening-preview"
+# What `delta.enableTypeWidening` adds to the protocol on Delta 4, and on Delta 3.2/3.3 (TableFeature.scala).
+TYPE_WIDENING_FEATURE, TYPE_WIDENING_PREVIEW = "typeWidening", "typeWidening-preview"
 
 
 @dataclass
@@ -292,13 +290,10 @@ def _turns_type_widening_off(ctx: _Context, old: Contract, new: Contract, widens
 
 
 def _type_widening_off(ctx: _Context, new: Contract) -> None:
-    """DROP FEATURE typeWidening gives readers without the feature (Delta before 3.3, delta-rs) the table
-    back: it rewrites the files written before each widening, unsets the property and takes the feature out
-    of the protocol; on Delta 4 the history stays readable (checkpoint protection), so neither TRUNCATE
-    HISTORY nor a wait is needed. A contract that says 'false' gets it set again after the drop (measured on
-    Delta 4.4: setting 'false' does not bring the feature back). Delta 3.3 drops a feature only after the
-    log retention, or a day later with TRUNCATE HISTORY (measured: DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_
-    PERIOD): on the delta-3 target the feature stays, and the plan says so."""
+    """DROP FEATURE gives readers without the feature (Delta before 3.3, delta-rs) the table back; on Delta 4
+    with no TRUNCATE HISTORY nor wait (checkpoint protection). It unsets the property: a contract's 'false'
+    is set again after it (which does not bring the feature back, measured on Delta 4.4). Delta 3.3 drops a
+    feature only after the log retention or a day and TRUNCATE HISTORY (measured): there the feature stays."""
     key = TYPE_WIDENING[0]
     if ctx.target is Target.DELTA_3:
         ctx.b.warn(

@@ -134,7 +134,6 @@ def test_local_refusals_read_the_op() -> None:
     assert LOCAL.refusal(by_feed, TableFacts()) == c.NO_CHANGE_DATA_FEED_READS.why
 
 
-
 def test_local_refuses_to_drop_a_feature_and_spark_runs_it_as_sql() -> None:
     # Measured: Sail 0.7.2's parser stops at FEATURE ("expected 'COLUMN', 'COLUMNS', 'IF', or 'PARTITION'");
     # deltalake 1.6.6's TableAlterer has add_feature and no drop.

@@ -55,6 +55,14 @@ def _checks(name: str, checks: dict[str, Any]) -> Mutation:
     return lambda d: _column(d, name).__setitem__("checks", checks)
 
 
+def _widening(attempts: str, enabled: str) -> Mutation:
+    def mutate(d: dict[str, Any]) -> None:
+        _set("attempts", type=attempts)(d)
+        d["table"]["properties"] = {"delta.enableTypeWidening": enabled}
+
+    return mutate
+
+
 RECIPES: dict[str, tuple[str, Mutation]] = {
     # name: (bump, mutation)
     "add_nullable_column": ("minor", _add({"name": "note", "type": "string", "description": "Free text."})),
@@ -97,6 +105,8 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
         lambda d: d.__setitem__("description", "One row per attempt, settled."),
     ),
     "change_clustering": ("minor", lambda d: d["table"].__setitem__("clustered_by", ["txn_date", "txn_id"])),
+    # a last widening, then type widening off: the contract phase drops the feature (not on Delta 3)
+    "type_widening_off": ("minor", _widening("int", "false")),
 }
 
 
@@ -110,6 +120,7 @@ PREPARE: dict[str, Mutation] = {
     "widen_small_type": _set("attempts", type="smallint"),
     "drop_default": _set("status", default="OK"),
     "change_clustering": _clustered,
+    "type_widening_off": _widening("smallint", "true"),
 }
 
 

@@ -20,6 +20,7 @@ from delta_contracts.plan.ops import (
     ColumnSpec,
     CreateTable,
     DropColumns,
+    DropFeature,
     Gate,
     MarkDeprecated,
     Op,
@@ -131,6 +132,17 @@ def test_local_refusals_read_the_op() -> None:
         strategy=CatchUpStrategy.CHANGE_FEED,
     )
     assert LOCAL.refusal(by_feed, TableFacts()) == c.NO_CHANGE_DATA_FEED_READS.why
+
+
+def test_local_refuses_to_drop_a_feature_and_spark_runs_it_as_sql() -> None:
+    # Measured: Sail 0.7.2's parser stops at FEATURE ("expected 'COLUMN', 'COLUMNS', 'IF', or 'PARTITION'");
+    # deltalake 1.6.6's TableAlterer has add_feature and no drop.
+    drop = DropFeature(table=T, phase=Phase.CONTRACT, feature="typeWidening")
+    assert LOCAL.refusal(drop, TableFacts(exists=True)) == (
+        "Sail 0.7.2 has no DROP FEATURE and delta-rs can only add table features; use --engine spark"
+    )
+    assert SPARK_OSS_DELTA.route(drop).how is How.SQL
+    assert SPARK_DATABRICKS.route(drop).how is How.SQL
 
 
 def test_a_route_on_the_table_needs_its_facts() -> None:

@@ -14,6 +14,7 @@ the tool each op runs with. Facts measured with pysail 0.7.2, deltalake 1.6.6, d
   in another session, or again after a delta-rs change) commits to the Delta log and then fails
   ("column … does not exist"); registering a partitioned table with its schema is refused by Sail, so such
   ops go to delta-spark unless this engine created the table itself.
+- Neither drops a table feature (delta-rs's `alter` has `add_feature` only).
 - Sail 0.7.2 has no `table_changes`, no CLUSTER BY, cannot write Change Data Feed tables, and stores CHECK
   expressions without identifier quotes.
 """
@@ -153,6 +154,9 @@ SAIL_MAPPING = _delta_spark(
     "Sail enables column mapping without giving fields physical names, and delta-rs cannot enable it"
 )
 NO_DROP_COLUMNS = _delta_spark("Sail and delta-rs have no DROP COLUMNS")
+NO_DROP_FEATURE = _refused(
+    "Sail 0.7.2 has no DROP FEATURE and delta-rs can only add table features; use --engine spark"
+)
 
 UNLESS_DELTA_RS_LACKS_FEATURES = Case(
     lacks_delta_rs_writer_features, DELTA_RS_LACKS_FEATURES, detail=writer_features_delta_rs_lacks
@@ -187,6 +191,7 @@ LOCAL = EngineCapabilities(
         "set_table_comment": BY_DELTA_RS,
         "widen_type": SAIL_ALTER_COLUMN,
         "set_properties": SAIL_PROPERTIES,
+        "drop_feature": Capability(NO_DROP_FEATURE),
         "mark_deprecated": SAIL_PROPERTIES,
         "stamp_contract": SAIL_PROPERTIES,
         "set_clustering": Capability(NO_CLUSTER_BY),

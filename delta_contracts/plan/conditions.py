@@ -90,6 +90,14 @@ class PropertiesSet:
 
 
 @dataclass(frozen=True, slots=True)
+class FeatureAbsent:
+    """The table's protocol lists no feature of this name (reader or writer); a gone table has none."""
+
+    table: TableId
+    feature: str
+
+
+@dataclass(frozen=True, slots=True)
 class ClusteredBy:
     """The table's liquid clustering keys are exactly these, in this order."""
 
@@ -145,6 +153,7 @@ Condition = (
     | CheckIs
     | CheckAbsent
     | PropertiesSet
+    | FeatureAbsent
     | ClusteredBy
     | TableCommentIs
     | StampedAfter
@@ -171,7 +180,7 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
             raise ValueError(f"{condition} needs a query: the engine evaluates it")
     live = tables.get(condition.table)
     if live is None:
-        return isinstance(condition, ColumnAbsent | CheckAbsent)
+        return isinstance(condition, ColumnAbsent | CheckAbsent | FeatureAbsent)
     match condition:
         case ColumnPresent(_, column):
             return live.column(column) is not None
@@ -200,6 +209,9 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
             return live.check(name) is None
         case PropertiesSet(_, properties):
             return all(_property_holds(live, k, v) for k, v in properties)
+        case FeatureAbsent(_, feature):
+            listed = (*live.reader_features, *live.writer_features)
+            return feature.casefold() not in {f.casefold() for f in listed}
         case ClusteredBy(_, columns):
             return [c.casefold() for c in live.clustering_columns] == [c.casefold() for c in columns]
         case TableCommentIs(_, comment):

@@ -31,6 +31,7 @@ from delta_contracts.plan.ops import (
     DropCheck,
     DropColumnDefault,
     DropColumns,
+    DropFeature,
     DropNotNull,
     LastCatchUp,
     MarkDeprecated,
@@ -53,6 +54,9 @@ from delta_contracts.sql import expressions as x
 from delta_contracts.target import NO_SET_NOT_NULL, Target
 
 Enable = Callable[[tuple[str, str], str], None]
+
+# What `delta.enableTypeWidening` adds to the protocol on Delta 4, and on Delta 3.2/3.3 (TableFeature.scala).
+TYPE_WIDENING_FEATURE, TYPE_WIDENING_PREVIEW = "typeWidening", "typeWidening-preview"
 
 
 @dataclass
@@ -98,12 +102,13 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
             "spark.databricks.delta.streaming.allowSourceColumnDrop=always (allowSourceColumnRenameAndDrop "
             "for a rename by Delta); restart them after each schema change"
         )
-    _table_layout(ctx, old, new)
     widened = {
         before.name.casefold(): canonical(after.type)
         for before, after in pairing.kept
         if parse_type(before.type) != parse_type(after.type)
     }
+    widening_off = _turns_type_widening_off(ctx, old, new, bool(widened))
+    _table_layout(ctx, old, new, held_back=frozenset({TYPE_WIDENING[0]}) if widening_off else frozenset())
     relax = _old_rules(ctx, old, new, going, widened)
     for before, after in pairing.kept:
         _kept_column(b, t, before, after, target, ctx.enable)
@@ -120,6 +125,8 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
         before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
         for before, after in pairing.renamed
     }
+    if widening_off:
+        _type_widening_off(ctx, new)
     _contract_phase(ctx, new, going, copies)
     if t != new.table_parts:
         _repoint_alias(b, new, t, [c.name for c in going], target)
@@ -131,18 +138,21 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     return migration, after_state
 
 
-def _table_layout(ctx: _Context, old: Contract, new: Contract) -> None:
-    """Properties, description and clustering keys: metadata-only, in expand."""
+def _table_layout(ctx: _Context, old: Contract, new: Contract, held_back: frozenset[str]) -> None:
+    """Properties, description and clustering keys: metadata-only, in expand. `held_back`: properties a
+    later phase sets."""
     b, t = ctx.b, ctx.t
     changed_props = tuple(
-        (k, v) for k, v in sorted(new.table.properties.items()) if old.table.properties.get(k) != v
+        (k, v)
+        for k, v in sorted(new.table.properties.items())
+        if old.table.properties.get(k) != v and k not in held_back
     )
     if changed_props:
         b.add(
             SetProperties(table=t, phase=Phase.EXPAND, properties=changed_props, reason="contract properties")
         )
         ctx.props.update(changed_props)
-    for key in sorted(set(old.table.properties) - set(new.table.properties)):
+    for key in sorted(set(old.table.properties) - set(new.table.properties) - held_back):
         b.warn(f"{table_name(t)}: property {key} left the contract but stays on the table (unset it by hand)")
     if (new.description or None) != (old.description or None) and new.description:
         b.add(
@@ -262,6 +272,46 @@ def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[
     )
     ctx.b.add(mark)
     ctx.props.update(mark.properties)
+
+
+def _turns_type_widening_off(ctx: _Context, old: Contract, new: Contract, widens: bool) -> bool:
+    """Whether the contract turns type widening off (its property 'false', or gone after 'true') on a table
+    that has the feature, or gets it for a widening of this same migration: then the contract phase turns it
+    off, after every widening (`_type_widening_off`)."""
+    key, on = TYPE_WIDENING
+    wanted, before = new.table.properties.get(key), old.table.properties.get(key)
+    turned_off = (wanted == "false" and before != "false") or (wanted is None and before == on)
+    if not turned_off or not (ctx.props.get(key) == on or widens):
+        return False
+    # Delta 3.3 cannot unset it by dropping the feature (below): a property gone stays on the table, as any.
+    return ctx.target is not Target.DELTA_3 or wanted is not None
+
+
+def _type_widening_off(ctx: _Context, new: Contract) -> None:
+    """DROP FEATURE gives readers without the feature (Delta before 3.3, delta-rs) the table back; on Delta 4
+    with no TRUNCATE HISTORY nor wait (checkpoint protection). It unsets the property: a contract's 'false'
+    is set again after it (which does not bring the feature back, measured on Delta 4.4). Delta 3.3 drops a
+    feature only after the log retention or a day and TRUNCATE HISTORY (measured): there the feature stays."""
+    key = TYPE_WIDENING[0]
+    if ctx.target is Target.DELTA_3:
+        ctx.b.warn(
+            f"{table_name(ctx.t)}: type widening is off, but the {TYPE_WIDENING_PREVIEW} feature stays in "
+            "the protocol: Delta 3.3 drops a feature only after the log retention (or 24 hours and TRUNCATE "
+            "HISTORY); plan for delta-4 to drop it"
+        )
+    else:
+        why = "type widening turned off: readers without the feature can read the table again"
+        ctx.b.add(DropFeature(table=ctx.t, phase=Phase.CONTRACT, feature=TYPE_WIDENING_FEATURE, reason=why))
+    wanted = new.table.properties.get(key)
+    if wanted is None:
+        ctx.props.pop(key, None)
+        return
+    ctx.b.add(
+        SetProperties(
+            table=ctx.t, phase=Phase.CONTRACT, properties=((key, wanted),), reason="contract properties"
+        )
+    )
+    ctx.props[key] = wanted
 
 
 def _contract_phase(

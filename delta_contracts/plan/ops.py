@@ -28,6 +28,7 @@ from delta_contracts.plan.conditions import (
     ColumnPresent,
     ColumnTypeIs,
     Condition,
+    FeatureAbsent,
     NoRowsWhere,
     PropertiesSet,
     StampedAfter,
@@ -292,6 +293,24 @@ class SetProperties(Op):
 
     def summary(self) -> str:
         return "set " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropFeature(Op):
+    """ALTER TABLE … DROP FEATURE: takes a table feature out of the protocol, so that readers which lack it
+    can read the table again. Delta first removes the feature's traces (for type widening: rewrites the files
+    written before a widening and unsets the property); on Delta 4 the history stays readable (checkpoint
+    protection), so time travel and running readers keep working."""
+
+    kind: ClassVar[str] = "drop_feature"
+    feature: str  # the feature's name in the protocol, e.g. typeWidening
+
+    def postcondition(self) -> Condition:
+        # Delta refuses to drop a feature the protocol does not list: a re-run must skip, not fail.
+        return FeatureAbsent(self.table, self.feature)
+
+    def summary(self) -> str:
+        return f"drop feature {self.feature}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

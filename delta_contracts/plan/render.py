@@ -18,6 +18,7 @@ from delta_contracts.plan.ops import (
     DropCheck,
     DropColumnDefault,
     DropColumns,
+    DropFeature,
     DropNotNull,
     DropTable,
     Op,
@@ -120,6 +121,13 @@ def _(op: WidenType) -> exp.Expr:
 @build.register
 def _(op: SetProperties) -> exp.Expr:
     return _alter(op, exp.AlterSet(expressions=[_properties(op.properties)]))
+
+
+@build.register
+def _(op: DropFeature) -> exp.Expr:
+    # sqlglot has no node of its own for Delta's DROP FEATURE; its DROP action names the kind (as for DROP
+    # CONSTRAINT) and quotes the feature name, an identifier in Delta's grammar (`featureNameValue`).
+    return _alter(op, exp.Drop(tables=[exp.Table(this=x.ident(op.feature))], kind="FEATURE"))
 
 
 @build.register

@@ -34,7 +34,7 @@ import pytest
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.plan.planner import PlanError
 from tests.engine.conftest import JVM
-from tests.engine.recipe_run import CaseRun, execute_case, execute_history, table_state
+from tests.engine.recipe_run import CaseRun, checksum, execute_case, execute_history, table_state
 from tests.recipes import RECIPES, pair
 from tests.xdist_lanes import shared_folder
 
@@ -132,6 +132,28 @@ def test_recipe_executes_on_delta(
     assert run.served == run.expected, f"{recipe}/{versioning}: rows served differ from the contract's"
 
 
+@pytest.mark.parametrize("versioning", ["in_place", "versioned"])
+def test_type_widening_off_gives_readers_without_the_feature_the_table_back(
+    spark_engine: Engine, versioning: str, request: pytest.FixtureRequest
+) -> None:
+    """The recipe's run (no statement more): after DROP FEATURE the protocol lists no typeWidening, the
+    reader version is 1 again, and delta-rs, which refuses a table with the typeWidening reader feature,
+    reads the table itself: the rows the contract's name serves, every value kept by the rewrite."""
+    from deltalake import DeltaTable
+
+    from delta_contracts.engine import deltalog
+
+    key = f"type_widening_off-{versioning}"
+    run = spark_run(spark_engine, key, _case("type_widening_off", versioning), request.config)
+    live = deltalog.read_table(run.location, "t")
+    features = (*live.reader_features, *live.writer_features)
+    assert not [f for f in features if f.startswith("typeWidening")], features
+    assert live.min_reader_version == 1
+    attempts = live.column("attempts")
+    assert attempts is not None and attempts.type == "int"
+    assert checksum(DeltaTable(run.location).to_pyarrow_table().to_pylist()) == run.served
+
+
 # What `local` refuses, before changing anything, because Sail 0.7.2 cannot do it faithfully (its `--help`
 # and docs/engines.md say so): recipe/versioning -> the words of the refusal.
 LOCAL_REFUSALS: dict[tuple[str, str], str] = {
@@ -139,6 +161,8 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
     ("change_clustering", "versioned"): "CLUSTER BY",
     ("set_property", "in_place"): "change data feed",
     ("set_property", "versioned"): "change data feed",
+    ("type_widening_off", "in_place"): "DROP FEATURE",
+    ("type_widening_off", "versioned"): "DROP FEATURE",
 }
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.live import LiveTable
-from delta_contracts.plan.conditions import FeatureAbsent, holds
-from delta_contracts.plan.ops import DropFeature, Phase, SetProperties
+from delta_contracts.plan.conditions import holds
+from delta_contracts.plan.ops import DropFeature, FeatureAbsent, Phase, SetProperties
 from delta_contracts.plan.planner import plan
 from delta_contracts.plan.render import render
 from delta_contracts.target import Target

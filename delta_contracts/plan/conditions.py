@@ -7,11 +7,26 @@ which is what makes a crashed apply safe to resume.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import ClassVar
 
 from delta_contracts.live import LiveTable, TableId
 from delta_contracts.sql.normalize import same_expression
+
+
+class TableCondition(ABC):
+    """A metadata condition on one table that decides itself: an op whose pre- or postcondition the conditions
+    below cannot say defines one beside it (`plan/ops.py`), and every engine checks it with no change here or
+    in the engine (engines read the table a condition names, then call `holds`)."""
+
+    table: TableId
+    when_absent: ClassVar[bool] = False  # what it says of a table that does not exist
+
+    @abstractmethod
+    def holds_on(self, live: LiveTable) -> bool:
+        """Whether it holds of the table as its Delta log describes it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,14 +105,6 @@ class PropertiesSet:
 
 
 @dataclass(frozen=True, slots=True)
-class FeatureAbsent:
-    """The table's protocol lists no feature of this name (reader or writer); a gone table has none."""
-
-    table: TableId
-    feature: str
-
-
-@dataclass(frozen=True, slots=True)
 class ClusteredBy:
     """The table's liquid clustering keys are exactly these, in this order."""
 
@@ -153,7 +160,7 @@ Condition = (
     | CheckIs
     | CheckAbsent
     | PropertiesSet
-    | FeatureAbsent
+    | TableCondition
     | ClusteredBy
     | TableCommentIs
     | StampedAfter
@@ -179,8 +186,10 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
         case NoRowsWhere():
             raise ValueError(f"{condition} needs a query: the engine evaluates it")
     live = tables.get(condition.table)
+    if isinstance(condition, TableCondition):
+        return condition.when_absent if live is None else condition.holds_on(live)
     if live is None:
-        return isinstance(condition, ColumnAbsent | CheckAbsent | FeatureAbsent)
+        return isinstance(condition, ColumnAbsent | CheckAbsent)
     match condition:
         case ColumnPresent(_, column):
             return live.column(column) is not None
@@ -209,9 +218,6 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
             return live.check(name) is None
         case PropertiesSet(_, properties):
             return all(_property_holds(live, k, v) for k, v in properties)
-        case FeatureAbsent(_, feature):
-            listed = (*live.reader_features, *live.writer_features)
-            return feature.casefold() not in {f.casefold() for f in listed}
         case ClusteredBy(_, columns):
             return [c.casefold() for c in live.clustering_columns] == [c.casefold() for c in columns]
         case TableCommentIs(_, comment):

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import ClassVar
 
 from delta_contracts.errors import DeltaContractsError, InputError
-from delta_contracts.live import TableId
+from delta_contracts.live import LiveTable, TableId
 from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
@@ -28,12 +28,12 @@ from delta_contracts.plan.conditions import (
     ColumnPresent,
     ColumnTypeIs,
     Condition,
-    FeatureAbsent,
     NoRowsWhere,
     PropertiesSet,
     StampedAfter,
     TableAbsent,
     TableCommentIs,
+    TableCondition,
     TableExists,
     ViewDefined,
 )
@@ -293,6 +293,19 @@ class SetProperties(Op):
 
     def summary(self) -> str:
         return "set " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureAbsent(TableCondition):
+    """The table's protocol lists no feature of this name (reader or writer); a gone table has none."""
+
+    table: TableId
+    feature: str
+    when_absent: ClassVar[bool] = True
+
+    def holds_on(self, live: LiveTable) -> bool:
+        listed = (*live.reader_features, *live.writer_features)
+        return self.feature.casefold() not in {f.casefold() for f in listed}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -81,6 +81,7 @@ class CatchUpRows(Op):
     rejects: str | None = None  # as CopyRows: source rows the new table must not receive
 
     def __post_init__(self) -> None:
+        Op.__post_init__(self)
         object.__setattr__(self, "strategy", CatchUpStrategy(self.strategy))  # from a migration file
 
     def postcondition(self) -> Condition:

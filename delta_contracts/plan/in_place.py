@@ -47,7 +47,6 @@ from delta_contracts.plan.ops import (
     WidenType,
     column_mark_key,
     marked_columns,
-    table_name,
 )
 from delta_contracts.plan.rules import contract_rules, not_null_rule
 from delta_contracts.sql import expressions as x
@@ -74,12 +73,12 @@ class _Context:
             return  # already on: no op, and nothing to warn about
         if prop == COLUMN_DEFAULTS:
             self.b.warn(
-                f"{table_name(self.t)}: column defaults need the allowColumnDefaults feature "
+                f"{self.t}: column defaults need the allowColumnDefaults feature "
                 "(an irreversible protocol upgrade)"
             )
         if prop == COLUMN_MAPPING:
             self.b.warn(
-                f"{table_name(self.t)}: enabling column mapping upgrades the table protocol irreversibly "
+                f"{self.t}: enabling column mapping upgrades the table protocol irreversibly "
                 "(reader 2, writer 5)"
             )
         extra = MAPPING_PROTOCOL if prop == COLUMN_MAPPING else ()
@@ -97,7 +96,7 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     if going:
         ctx.enable(COLUMN_MAPPING, "DROP COLUMN needs column mapping")
         b.warn(
-            f"{table_name(t)}: streaming readers of a column-mapped table continue past the drop only with "
+            f"{t}: streaming readers of a column-mapped table continue past the drop only with "
             "the reader option schemaTrackingLocation (under their checkpoint) and, on their session, "
             "spark.databricks.delta.streaming.allowSourceColumnDrop=always (allowSourceColumnRenameAndDrop "
             "for a rename by Delta); restart them after each schema change"
@@ -153,7 +152,7 @@ def _table_layout(ctx: _Context, old: Contract, new: Contract, held_back: frozen
         )
         ctx.props.update(changed_props)
     for key in sorted(set(old.table.properties) - set(new.table.properties) - held_back):
-        b.warn(f"{table_name(t)}: property {key} left the contract but stays on the table (unset it by hand)")
+        b.warn(f"{t}: property {key} left the contract but stays on the table (unset it by hand)")
     if (new.description or None) != (old.description or None) and new.description:
         b.add(
             SetTableComment(table=t, phase=Phase.EXPAND, comment=new.description, reason="table description")
@@ -165,10 +164,8 @@ def _table_layout(ctx: _Context, old: Contract, new: Contract, held_back: frozen
             )
         )
         if ctx.target is Target.DELTA_3:
-            b.warn(f"{table_name(t)}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target")
-        b.warn(
-            f"{table_name(t)}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files"
-        )
+            b.warn(f"{t}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target")
+        b.warn(f"{t}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files")
 
 
 def _old_rules(
@@ -295,7 +292,7 @@ def _type_widening_off(ctx: _Context, new: Contract) -> None:
     key = TYPE_WIDENING[0]
     if ctx.target is Target.DELTA_3:
         ctx.b.warn(
-            f"{table_name(ctx.t)}: type widening is off, but the {TYPE_WIDENING_PREVIEW} feature stays in "
+            f"{ctx.t}: type widening is off, but the {TYPE_WIDENING_PREVIEW} feature stays in "
             "the protocol: Delta 3.3 drops a feature only after the log retention (or 24 hours and TRUNCATE "
             "HISTORY); plan for delta-4 to drop it"
         )
@@ -350,15 +347,11 @@ def _contract_phase(
 def _cost_warnings(ctx: _Context) -> None:
     ops = ctx.b.all_ops()
     if any(isinstance(op, AddColumn | WidenType | DropColumns) for op in ops):
-        ctx.b.warn(
-            f"{table_name(ctx.t)}: streaming readers stop at a schema change; restart them after apply"
-        )
+        ctx.b.warn(f"{ctx.t}: streaming readers stop at a schema change; restart them after apply")
     if any(isinstance(op, Backfill) for op in ops):
+        ctx.b.warn(f"{ctx.t}: backfill UPDATEs rewrite every file holding a touched row: O(table)")
         ctx.b.warn(
-            f"{table_name(ctx.t)}: backfill UPDATEs rewrite every file holding a touched row: O(table)"
-        )
-        ctx.b.warn(
-            f"{table_name(ctx.t)}: streaming readers need the reader option skipChangeCommits=true: a Delta "
+            f"{ctx.t}: streaming readers need the reader option skipChangeCommits=true: a Delta "
             "stream refuses the rows the backfill UPDATEs rewrite"
         )
 
@@ -389,7 +382,7 @@ def _repoint_alias(b: Builder, new: Contract, t: TableId, going: list[str], targ
             )
         )
         b.warn(
-            f"{table_name(new.table_parts)}: between the column drop and the view's re-creation the alias "
+            f"{new.table_parts}: between the column drop and the view's re-creation the alias "
             "view briefly fails to resolve"
         )
 
@@ -417,7 +410,7 @@ def _kept_column(
                 reason="widen type",
             )
         )
-        b.warn(f"{table_name(t)}: {target.type_widening_note}")
+        b.warn(f"{t}: {target.type_widening_note}")
     if (after.description or None) != (before.description or None) and after.description is not None:
         b.add(
             SetColumnComment(
@@ -483,7 +476,7 @@ def _added_column(b: Builder, t: TableId, column: Column, target: Target, enable
             )
         else:
             raise PlanError(
-                f"{table_name(b.table)}: column {column.name} is added NOT NULL with no default: existing "
+                f"{b.table}: column {column.name} is added NOT NULL with no default: existing "
                 "rows would fail the cutover's NOT NULL check; declare `fill: <SQL over the other columns>` "
                 "(or a default)"
             )

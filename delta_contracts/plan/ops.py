@@ -6,7 +6,9 @@ An op says what must become true of a live table (its postcondition) and what mu
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -79,11 +81,6 @@ def marked_columns(properties: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def table_name(table: tuple[str, ...]) -> str:
-    """Deprecated: `str(table)`. Kept while plan modules still call it; the id is validated either way."""
-    return str(TableId(table))
-
-
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
     name: str
@@ -154,6 +151,19 @@ def _register(cls: type[Op]) -> None:
     cls._registered_as = cls
 
 
+_TABLE_ID_FIELDS: dict[type, frozenset[str]] = {}
+
+
+def table_id_fields(cls: type[Op]) -> frozenset[str]:
+    """The fields of an op class that hold a table id (`TableId` or `TableId | None`)."""
+    if cls not in _TABLE_ID_FIELDS:
+        hints = typing.get_type_hints(cls)
+        _TABLE_ID_FIELDS[cls] = frozenset(
+            f.name for f in dataclasses.fields(cls) if hints[f.name] in (TableId, TableId | None)
+        )
+    return _TABLE_ID_FIELDS[cls]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Op:
     """The base of every op. A subclass that sets `kind` registers itself under it when it is defined, and
@@ -169,6 +179,14 @@ class Op:
     phase: Phase
     reason: str = ""
 
+    def __post_init__(self) -> None:
+        # A table id given as a plain tuple (an op built by hand, or read from a file) becomes a TableId, so
+        # that every message and ledger row spells it one way.
+        for name in table_id_fields(type(self)):
+            value = getattr(self, name)
+            if value is not None and type(value) is not TableId:
+                object.__setattr__(self, name, TableId(value))
+
     def postcondition(self) -> Condition | None:
         """What is true once the op has run; None when only running it can make it so (it is idempotent)."""
         return None
@@ -181,7 +199,7 @@ class Op:
         return self.postcondition()
 
     def summary(self) -> str:
-        return f"{self.kind} {table_name(self.table)}"
+        return f"{self.kind} {self.table}"
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         # Not zero-argument super(): its `__class__` cell is the class `@dataclass(slots=True)` replaced.
@@ -202,7 +220,7 @@ class CreateTable(Op):
         return TableExists(self.table)
 
     def summary(self) -> str:
-        return f"create table {table_name(self.table)} ({len(self.columns)} columns)"
+        return f"create table {self.table} ({len(self.columns)} columns)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -539,7 +557,7 @@ class CopyRows(Op):
         return AllOf((TableExists(self.source), TableExists(self.table)))
 
     def summary(self) -> str:
-        return f"copy rows {table_name(self.source)} -> {table_name(self.table)}"
+        return f"copy rows {self.source} -> {self.table}"
 
 
 def copy_precondition(source: TableId, target: TableId, rejects: str | None) -> Condition:
@@ -562,7 +580,7 @@ class RenameTable(Op):
         return TableAbsent(self.table)
 
     def summary(self) -> str:
-        return f"rename table {table_name(self.table)} -> {table_name(self.new_name)}"
+        return f"rename table {self.table} -> {self.new_name}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -586,7 +604,7 @@ class CreateView(Op):
         return AnyOf((defined, later))
 
     def summary(self) -> str:
-        return f"view {table_name(self.table)} -> {table_name(self.source)}"
+        return f"view {self.table} -> {self.source}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -629,7 +647,7 @@ class DropTable(Op):
         return None if self.left_behind is None else NoRowsWhere(self.table, self.left_behind)
 
     def summary(self) -> str:
-        return f"drop table {table_name(self.table)}"
+        return f"drop table {self.table}"
 
 
 @dataclass(frozen=True, slots=True)

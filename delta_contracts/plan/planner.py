@@ -23,7 +23,7 @@ from delta_contracts.plan.building import (
     versioned_name,
 )
 from delta_contracts.plan.in_place import plan_in_place
-from delta_contracts.plan.ops import Migration, Phase, RenameTable, table_name
+from delta_contracts.plan.ops import Migration, Phase, RenameTable
 from delta_contracts.plan.versioned import plan_create, plan_versioned
 from delta_contracts.target import Target
 
@@ -71,7 +71,7 @@ def _versioned_without_copy(comparison: Comparison, state: TableState) -> tuple[
     new = comparison.new
     alias = new.table_parts
     if state.physical != alias:
-        note = f"{table_name(state.physical)} keeps serving {new.id}: the table's shape is unchanged, no copy"
+        note = f"{state.physical} keeps serving {new.id}: the table's shape is unchanged, no copy"
         return replace(migration, notes=(*migration.notes, note)), after
     physical = versioned_name(new)
     swap = (
@@ -79,9 +79,8 @@ def _versioned_without_copy(comparison: Comparison, state: TableState) -> tuple[
         alias_view(new, physical, Phase.CUTOVER, reason="alias view"),
     )
     warnings = (
-        f"{table_name(alias)}: between the rename and the view the name is briefly missing",
-        f"{table_name(alias)}: after cutover the name is a view: producers must write to "
-        f"{table_name(physical)}",
+        f"{alias}: between the rename and the view the name is briefly missing",
+        f"{alias}: after cutover the name is a view: producers must write to {physical}",
     )
     return (
         replace(
@@ -91,8 +90,7 @@ def _versioned_without_copy(comparison: Comparison, state: TableState) -> tuple[
             warnings=(*migration.warnings, *warnings),
             notes=(
                 *migration.notes,
-                f"versioned without a copy: {table_name(alias)} becomes "
-                f"{table_name(physical)}, its shape unchanged",
+                f"versioned without a copy: {alias} becomes {physical}, its shape unchanged",
             ),
         ),
         replace(after, physical=physical),

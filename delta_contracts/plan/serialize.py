@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import typing
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
 # Every module that defines ops besides `ops` is imported here, so that its op classes have registered
@@ -41,14 +39,6 @@ def _tuples(value: Any) -> Any:
     return value
 
 
-@cache
-def _table_id_fields(kind: str) -> frozenset[str]:
-    """The fields of an op class that hold a table id (`TableId` or `TableId | None`): read back as one."""
-    cls = op_class(kind)
-    hints = typing.get_type_hints(cls)
-    return frozenset(f.name for f in dataclasses.fields(cls) if hints[f.name] in (TableId, TableId | None))
-
-
 def op_from_data(data: dict[str, Any]) -> Op:
     fields = dict(data)
     kind = fields.pop("kind")
@@ -63,8 +53,6 @@ def op_from_data(data: dict[str, Any]) -> Op:
             out[name] = ColumnSpec(**value)
         elif name == "columns" and value and isinstance(value[0], dict):
             out[name] = tuple(ColumnSpec(**v) for v in value)
-        elif name in _table_id_fields(kind) and value is not None:
-            out[name] = TableId(value)
         else:
             out[name] = _tuples(value)
     return cls(**out)

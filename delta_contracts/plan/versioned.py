@@ -31,7 +31,6 @@ from delta_contracts.plan.ops import (
     Migration,
     Phase,
     RenameTable,
-    table_name,
     violation_predicate,
 )
 from delta_contracts.plan.rules import contract_rules
@@ -46,7 +45,7 @@ def plan_create(new: Contract, target: Target) -> tuple[Migration, TableState]:
         b.add(op)
     if new.table.versioning is Versioning.VERSIONED:
         b.add(alias_view(new, state.physical, Phase.CUTOVER, reason="alias view"))
-        b.notes.append(f"versioned: data in {table_name(state.physical)}, read through the view {new.id}")
+        b.notes.append(f"versioned: data in {state.physical}, read through the view {new.id}")
     b.add(stamp_op(state.physical, new))
     state = TableState(state.physical, create_properties(new))
     migration = Migration(
@@ -64,7 +63,7 @@ def plan_versioned(
     new_physical = versioned_name(new)
     b = Builder(alias)
     for reason in reasons:
-        b.notes.append(f"versioned table {table_name(new_physical)}: {reason}")
+        b.notes.append(f"versioned table {new_physical}: {reason}")
     for op in create_ops(new, new_physical, Phase.EXPAND):
         b.add(op)
     mapping = copy_mapping(pairing, new)
@@ -98,27 +97,22 @@ def plan_versioned(
                 table=alias, phase=Phase.CUTOVER, new_name=retired, reason="free the name for the alias view"
             )
         )
-        b.warn(f"{table_name(alias)}: between the rename and the view swap the name is briefly missing")
+        b.warn(f"{alias}: between the rename and the view swap the name is briefly missing")
     alter = target.supports_alter_view_as and old_physical != alias
     b.add(alias_view(new, new_physical, Phase.CUTOVER, alter_existing=alter, reason="swap the alias view"))
     if old_physical == alias:
         b.warn(
-            f"{table_name(alias)}: after cutover the name is a view: producers must write to "
-            f"{table_name(new_physical)}; writes to {table_name(alias)} fail, it is no table any more"
+            f"{alias}: after cutover the name is a view: producers must write to "
+            f"{new_physical}; writes to {alias} fail, it is no table any more"
         )
     else:
-        b.warn(
-            f"{table_name(alias)}: after cutover producers must write to {table_name(new_physical)}, "
-            f"not to {table_name(old_physical)}"
-        )
+        b.warn(f"{alias}: after cutover producers must write to {new_physical}, not to {old_physical}")
     b.warn(
-        f"{table_name(alias)}: a streaming reader reads a table, not the view: after cutover start it anew "
-        f"on {table_name(new_physical)} (a new checkpoint)"
+        f"{alias}: a streaming reader reads a table, not the view: after cutover start it anew "
+        f"on {new_physical} (a new checkpoint)"
     )
     if not alter:
-        b.warn(
-            f"{table_name(alias)}: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant"
-        )
+        b.warn(f"{alias}: CREATE OR REPLACE VIEW drops the view's grants on Unity Catalog; re-grant")
     b.add(
         MarkDeprecated.of(retired, whole_table=True, since=new.version, reason="old version on its way out")
     )
@@ -130,7 +124,7 @@ def plan_versioned(
         DropTable(
             table=retired,
             phase=Phase.CONTRACT,
-            gate=gate_for(new, [table_name(retired)], "delta_contracts.deprecated.table"),
+            gate=gate_for(new, [str(retired)], "delta_contracts.deprecated.table"),
             left_behind=left_behind(retired, new_physical, fence.mapping, fence.key),
             reason="old version, after the window",
         )
@@ -138,7 +132,7 @@ def plan_versioned(
     compat = _compat_columns(pairing, old)
     if compat is None:
         b.notes.append(
-            f"{table_name(retired)} gets no compatibility view: not every {old.version} column can be "
+            f"{retired} gets no compatibility view: not every {old.version} column can be "
             "computed from the new table (removed, or converted without an `inverse`)"
         )
     else:
@@ -151,9 +145,7 @@ def plan_versioned(
                 reason="old shape over the new table",
             )
         )
-        b.notes.append(
-            f"{table_name(retired)} becomes a compatibility view in the {old.version} shape after the drop"
-        )
+        b.notes.append(f"{retired} becomes a compatibility view in the {old.version} shape after the drop")
     after_state = TableState(new_physical, create_properties(new))
     migration = Migration(
         alias, old.version, new.version, "versioned", b.all_ops(), tuple(b.warnings), tuple(b.notes)

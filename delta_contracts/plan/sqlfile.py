@@ -11,6 +11,8 @@ runs the ops alone: it checks the same states against the live table before each
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlglot import exp
 
 from delta_contracts.live import TableId
@@ -24,6 +26,7 @@ from delta_contracts.plan.ops import (
     LastCatchUp,
     Migration,
     Op,
+    Phase,
 )
 from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
@@ -35,6 +38,14 @@ PHASE_HEADINGS = {
     "cutover": "tighten, swap, mark deprecated, stamp; readers of the new shape",
     "contract": "destructive; gated on the deprecation window and zero readers",
 }
+# A contract phase with nothing destructive in it (a feature dropped, a property set after it) is no drop.
+CONTRACT_WITHOUT_DROPS = "after the cutover; nothing destructive, no gate"
+
+
+def phase_heading(phase: Phase, ops: Sequence[Op]) -> str:
+    if phase is Phase.CONTRACT and not any(op.destructive for op in ops):
+        return CONTRACT_WITHOUT_DROPS
+    return PHASE_HEADINGS[phase.value]
 
 
 def comment_text(text: str) -> str:
@@ -126,7 +137,7 @@ def render_sql_file(migration: Migration, *, migration_id: str, target: Target) 
         ops = migration.phase(phase)
         if not ops:
             continue
-        lines += ["", f"-- === {phase.value}: {PHASE_HEADINGS[phase.value]} ==="]
+        lines += ["", f"-- === {phase.value}: {phase_heading(phase, ops)} ==="]
         for op in ops:
             number += 1
             reason = f" ({comment_text(op.reason)})" if op.reason else ""

@@ -23,7 +23,7 @@ ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `attempts_max` CHECK (`atte
 -- [6] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
 
--- === contract: destructive; gated on the deprecation window and zero readers ===
+-- === contract: after the cutover; nothing destructive, no gate ===
 -- [7] drop feature typeWidening (type widening turned off: readers without the feature can read the table again)
 ALTER TABLE `payments`.`transactions` DROP FEATURE `typeWidening`;
 -- [8] set delta.enableTypeWidening=false (contract properties)

@@ -24,6 +24,6 @@ ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `attempts_max` CHECK (`atte
 -- [6] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
 
--- === contract: destructive; gated on the deprecation window and zero readers ===
+-- === contract: after the cutover; nothing destructive, no gate ===
 -- [7] set delta.enableTypeWidening=false (contract properties)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.enableTypeWidening'='false');

@@ -25,7 +25,7 @@ ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `attempts_max` CHECK (`
 -- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
 
--- === contract: destructive; gated on the deprecation window and zero readers ===
+-- === contract: after the cutover; nothing destructive, no gate ===
 -- [8] drop feature typeWidening (type widening turned off: readers without the feature can read the table again)
 ALTER TABLE `payments`.`transactions__v2` DROP FEATURE `typeWidening`;
 -- [9] set delta.enableTypeWidening=false (contract properties)

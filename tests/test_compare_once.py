@@ -107,3 +107,23 @@ def test_the_comparison_holds_the_facts_the_planner_reads() -> None:
     in_place, _ = pair("tighten_check", "in_place")
     _, versioned = pair("tighten_check", "versioned")
     assert compare(in_place, versioned, Target.DELTA_4).switches_to_versioned
+
+
+def test_clustering_keys_differing_in_case_only_are_no_change_to_diff_or_plan() -> None:
+    """Spark resolves column names without regard to case: diff reports no clustering change, and the planner,
+    which reads the comparison, plans no CLUSTER BY (it compared the keys case-sensitively before)."""
+    old, _ = pair("change_clustering")
+    recased = old.model_copy(
+        update={
+            "version": "2.4.1",
+            "table": old.table.model_copy(
+                update={"clustered_by": [c.upper() for c in old.table.clustered_by]}
+            ),
+        }
+    )
+    assert not [c for c in diff(old, recased, Target.DELTA_4) if c.code == "DC-TB402"]
+    migration, _ = plan(old, recased, Target.DELTA_4)
+    assert "set_clustering" not in {op.kind for op in migration.ops}
+    _, moved = pair("change_clustering")
+    changed, _ = plan(old, moved, Target.DELTA_4)
+    assert [op.kind for op in changed.ops if op.kind == "set_clustering"] == ["set_clustering"]

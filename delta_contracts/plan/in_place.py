@@ -107,7 +107,7 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
         if parse_type(before.type) != parse_type(after.type)
     }
     widening_off = _turns_type_widening_off(ctx, old, new, bool(widened))
-    _table_layout(ctx, old, new, held_back=frozenset({TYPE_WIDENING[0]}) if widening_off else frozenset())
+    _table_layout(ctx, comparison, held_back=frozenset({TYPE_WIDENING[0]}) if widening_off else frozenset())
     relax = _old_rules(ctx, old, new, going, widened)
     for before, after in pairing.kept:
         _kept_column(b, t, before, after, target, ctx.enable)
@@ -137,10 +137,10 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     return migration, after_state
 
 
-def _table_layout(ctx: _Context, old: Contract, new: Contract, held_back: frozenset[str]) -> None:
-    """Properties, description and clustering keys: metadata-only, in expand. `held_back`: properties a
-    later phase sets."""
-    b, t = ctx.b, ctx.t
+def _table_layout(ctx: _Context, comparison: Comparison, held_back: frozenset[str]) -> None:
+    """Properties, description and clustering keys, as the comparison found them changed: metadata-only, in
+    expand. `held_back`: properties a later phase sets."""
+    b, t, old, new = ctx.b, ctx.t, comparison.old, comparison.new
     changed_props = tuple(
         (k, v)
         for k, v in sorted(new.table.properties.items())
@@ -153,11 +153,12 @@ def _table_layout(ctx: _Context, old: Contract, new: Contract, held_back: frozen
         ctx.props.update(changed_props)
     for key in sorted(set(old.table.properties) - set(new.table.properties) - held_back):
         b.warn(f"{t}: property {key} left the contract but stays on the table (unset it by hand)")
-    if (new.description or None) != (old.description or None) and new.description:
+    described = any(c.field == "description" for c in comparison.having("DC-DC601"))
+    if described and new.description:
         b.add(
             SetTableComment(table=t, phase=Phase.EXPAND, comment=new.description, reason="table description")
         )
-    if tuple(new.table.clustered_by) != tuple(old.table.clustered_by):
+    if comparison.having("DC-TB402"):
         b.add(
             SetClustering(
                 table=t, phase=Phase.EXPAND, columns=new.table.clustered_by, reason="clustering keys"

@@ -49,6 +49,11 @@ def test_turning_widening_off_drops_the_feature_in_the_contract_phase() -> None:
     assert [op.kind for op in migration.phase(Phase.EXPAND)] == ["drop_check", "drop_check", "widen_type"]
     assert dict(state.properties)[WIDENING] == "false"
     assert drops(old, new, Target.DATABRICKS) == [drop]
+    # What the drop costs writers (measured: delta-rs 1.6.6 and Sail 0.7.2 refuse to commit after it)
+    warned = [w for w in migration.warnings if "checkpointProtection" in w]
+    assert len(warned) == 1 and "delta-rs" in warned[0] and "TRUNCATE HISTORY" in warned[0]
+    delta3, _ = plan(old, new, Target.DELTA_3)
+    assert not [w for w in delta3.warnings if "checkpointProtection" in w]  # no drop there
 
 
 def test_a_property_gone_from_the_contract_turns_widening_off_too() -> None:

@@ -300,6 +300,11 @@ def _type_widening_off(ctx: _Context, new: Contract) -> None:
     else:
         why = "type widening turned off: readers without the feature can read the table again"
         ctx.b.add(DropFeature(table=ctx.t, phase=Phase.CONTRACT, feature=TYPE_WIDENING_FEATURE, reason=why))
+        ctx.b.warn(  # measured: delta-rs 1.6.6 and Sail 0.7.2 refuse to commit ("Unsupported table features")
+            f"{ctx.t}: the drop adds the checkpointProtection writer feature: writers without it (delta-rs, "
+            "the local engine) can no longer write the table; only DROP FEATURE checkpointProtection "
+            "TRUNCATE HISTORY, after the log retention, removes it (and the history before)"
+        )
     wanted = new.table.properties.get(key)
     if wanted is None:
         ctx.props.pop(key, None)

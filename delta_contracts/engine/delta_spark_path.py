@@ -81,7 +81,8 @@ class DeltaSparkPath:
         self._checked = False
 
     def unavailable_reason(self) -> str | None:
-        """Why delta-spark cannot start here (no Java, no jars), or None; checked once, without starting."""
+        """Why delta-spark cannot start here (no Java, no jars), or the server named cannot be reached; None
+        when it can. Checked once, without starting anything."""
         if not self._checked and self.url is not None:
             from delta_contracts.engine.base import EngineError
             from delta_contracts.engine.spark import check_reachable

@@ -231,10 +231,11 @@ class LocalEngine(Engine):
         return self.sql(x.sql(statement))
 
     def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
+        table = TableId(table)  # a caller's plain tuple names the table as well
         location = self.location(table)
         if not (location / "_delta_log").is_dir():
             return None
-        return deltalog.read_table(str(location), str(TableId(table)))
+        return deltalog.read_table(str(location), str(table))
 
     def table_version(self, table: TableId) -> int | None:
         location = self.location(table)

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The delta-3 target is executed in a second virtualenv: PySpark 3.5 + delta-spark 3.3 (requirements-delta3.txt).
 DELTA3_VENV ?= .venv-delta3
 
-.PHONY: demo test lint typecheck clean jars chromium delta3
+.PHONY: demo test test-exhaustive lint typecheck clean jars chromium delta3
 
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,8 +41,15 @@ typecheck: $(BIN)/.installed
 chromium:
 	command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium)
 
+PYTEST := DELTA_CONTRACTS_DELTA3_VENV=$(DELTA3_VENV) $(BIN)/pytest -q --durations=40 -n 2 --dist loadgroup --no-loadscope-reorder
+
+# The suite in two tiers (tests/tiers.py): `make test` executes every kind of op in every phase on every
+# engine and target; `make test-exhaustive` the rest of the engine matrices. CI (.ci/run) runs both.
 test: lint typecheck jars chromium delta3
-	DELTA_CONTRACTS_DELTA3_VENV=$(DELTA3_VENV) $(BIN)/pytest -q --durations=40 -n 2 --dist loadgroup --no-loadscope-reorder
+	$(PYTEST) -m "not exhaustive"
+
+test-exhaustive: $(BIN)/.installed jars chromium delta3
+	$(PYTEST) -m exhaustive
 
 clean:
 	rm -rf $(VENV) $(DELTA3_VENV) warehouse .pytest_cache .mypy_cache .ruff_cache .hypothesis

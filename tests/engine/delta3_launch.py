@@ -3,7 +3,8 @@ collected, so that it works beside the rest of the suite (two cores, two JVMs), 
 fixture through which the delta-3 tests (tests/engine/test_delta3.py) await it. A plugin of the root
 conftest: its hooks must also run in the pytest-xdist controller, which collects nothing.
 
-When the run starts:
+The run executes the delta-3 cases selected (after `-k`/`-m` deselection: `make test` runs the covering
+cases, `make test-exhaustive` the others, tests/tiers.py). When the run starts:
 - a plain `pytest`: at the end of collection (after `-k`/`-m` deselection), when a selected test requests
   `delta3_results`;
 - under pytest-xdist (`make test`): in the controller, as soon as the first worker has collected its tests
@@ -32,7 +33,8 @@ VENV_ENV = "DELTA_CONTRACTS_DELTA3_VENV"
 # What would point the 3.5 client at the 4.2 installation, or put it in Connect mode.
 _FOREIGN_ENV = ("SPARK_HOME", "SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "PYSPARK_PYTHON", "PYTHONHOME")
 EXIT_FILE, PROBLEM_FILE = "exit-code", "problem"
-WANTED_FILE = "delta3-wanted"  # a worker holds delta-3 tests: the controller starts the run
+# a worker holds delta-3 tests (their cases, as JSON): the controller starts the run
+WANTED_FILE = "delta3-wanted"
 FIXTURE = "delta3_results"
 
 
@@ -86,11 +88,11 @@ def _write(path: Path, text: str) -> None:
     partial.replace(path)  # whole or absent for a reader in another process
 
 
-def launch(folder: Path | None = None) -> Delta3Run:
+def launch(cases: list[str], folder: Path | None = None) -> Delta3Run:
+    """Start the run of `cases` ("recipe/versioning")."""
     import tempfile
 
     from delta_contracts.engine.jars import availability
-    from tests.engine.delta3_run import cases
 
     run = Delta3Run(folder or Path(tempfile.mkdtemp(prefix="dc-delta3-")))
     python = Path(os.environ.get(VENV_ENV) or REPO / ".venv-delta3") / "bin" / "python"
@@ -105,7 +107,7 @@ def launch(folder: Path | None = None) -> Delta3Run:
     env["PYTHONPATH"] = str(REPO)
     with run.output.open("wb") as out, run.errors.open("wb") as err:
         run.process = subprocess.Popen(
-            [str(python), "-m", "tests.engine.delta3_run", str(run.folder / "warehouse"), *cases()],
+            [str(python), "-m", "tests.engine.delta3_run", str(run.folder / "warehouse"), *cases],
             cwd=REPO,
             env=env,
             stdout=out,
@@ -123,17 +125,27 @@ def _skip_spark() -> bool:
     return SKIP_SPARK
 
 
+def selected_cases(items: list[pytest.Item]) -> list[str] | None:
+    """The cases of the selected delta-3 tests (None: no test awaits the run)."""
+    awaiting = [item for item in items if FIXTURE in getattr(item, "fixturenames", ())]
+    if not awaiting:
+        return None
+    cases = (getattr(getattr(item, "callspec", None), "params", {}).get("case") for item in awaiting)
+    return list(dict.fromkeys(str(case) for case in cases if case is not None))
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m deselection
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Start the run (a plain pytest), or tell the controller to (a pytest-xdist worker)."""
-    if _skip_spark() or not any(FIXTURE in getattr(item, "fixturenames", ()) for item in items):
+    cases = selected_cases(items)
+    if _skip_spark() or cases is None:
         return
     if hasattr(config, "workerinput"):
         folder = shared_folder(config)
-        if folder is not None:
-            _write(folder / WANTED_FILE, "")  # before this worker reports its collection to the controller
+        if folder is not None:  # before this worker reports its collection to the controller
+            _write(folder / WANTED_FILE, json.dumps(cases))
         return
-    config.stash[DELTA3_RUN] = launch()
+    config.stash[DELTA3_RUN] = launch(cases)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -144,7 +156,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     folder = shared_folder(config)
     if folder is None or DELTA3_RUN in config.stash or not (folder / WANTED_FILE).exists():
         return
-    run = launch(folder)
+    run = launch(json.loads((folder / WANTED_FILE).read_text(encoding="utf-8")), folder)
     run.publish()
     config.stash[DELTA3_RUN] = run
 
@@ -155,7 +167,7 @@ def delta3_results(request: pytest.FixtureRequest) -> dict[str, dict[str, str]]:
     run = request.config.stash.get(DELTA3_RUN, None)
     if run is None:
         folder = shared_folder(request.config)
-        run = Delta3Run(folder) if folder is not None else launch()
+        run = Delta3Run(folder) if folder is not None else launch(selected_cases(request.session.items) or [])
     if run.problem:
         pytest.fail(run.problem)
     returncode = run.exit_code(timeout=3600)

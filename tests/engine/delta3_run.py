@@ -1,13 +1,4 @@
-"""The `delta-3` target executed: run with the Python of `.venv-delta3` (PySpark 3.5 + delta-spark 3.3).
-
-`python -m tests.engine.delta3_run WAREHOUSE [RECIPE/VERSIONING …]` plans every recipe of `tests/recipes.py`
-× {in_place, versioned} for target delta-3 and executes each on the spark engine as
-`tests/engine/recipe_run.py` does for delta-4 (rows written, phase by phase, pre-checks counted,
-postconditions proven, re-apply skips every op, rows through the contract's name as the contracts say), the
-delta-3 golden `.sql` files held to the ops and run again by hand (`tests/engine/sql_rerun.py`). Prints
-one JSON object: case -> {"status": "ok" | "refused" | "failed", "detail": …}. tests/engine/test_delta3.py
-drives it; this module imports no pytest so the second virtualenv needs only what the package needs.
-"""
+"""The `delta-3` target executed: run with the Python of `.venv-delta3` (PySpark 3.5 + delta-spark 3.3)."""
 
 from __future__ import annotations
 
@@ -75,7 +66,7 @@ def main(argv: Sequence[str]) -> int:
     from tests.engine.session_conf import FAST_SMALL_QUERIES
 
     warehouse = Path(argv[0])
-    wanted = list(argv[1:]) or cases()
+    wanted = cases() if list(argv[1:]) == ["all"] else list(argv[1:])
     session = local_delta_session(
         "delta-contracts-delta3", warehouse, target="delta-3", extra=FAST_SMALL_QUERIES
     )

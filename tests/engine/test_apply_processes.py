@@ -1,6 +1,7 @@
 """`apply` as separate processes: SIGKILLed at op boundaries and inside a batched backfill and copy, then
 resumed to the state of an uninterrupted run (at every kind of boundary of every kind of op on the embedded
-engine, at a few on delta-spark); two runners racing for one table."""
+engine, at a few on delta-spark); two runners racing for one table. `make test` kills each kind of op once;
+the exhaustive tier at every kind of boundary of each, and on delta-spark (tests/tiers.py)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from delta_contracts.plan.migrations import load_history
 from tests.engine.apply_child import fork_server, forked_main
 from tests.engine.apply_support import ROWS, fingerprint, orders_migrations
 from tests.engine.conftest import JVM, SKIP_SPARK
+from tests.tiers import EXHAUSTIVE
 
 pytestmark = pytest.mark.engine
 _outputs = itertools.count()
@@ -96,14 +98,40 @@ def one_of_each(cuts: Sequence[str], kinds: dict[tuple[str, int], str]) -> list[
     return chosen
 
 
+def one_per_op_kind(cuts: Sequence[str], kinds: dict[tuple[str, int], str]) -> list[str]:
+    """Each kind of op killed once, at a boundary of the kind next in turn (`started`, `ran`, `recorded`;
+    between two batches for an op that runs in batches), so that every kind of boundary is met too: the
+    sweep of `make test`; `one_of_each` is the exhaustive one."""
+    turns = itertools.cycle(("started", "ran", "recorded"))
+    wanted: dict[str, str] = {}  # op kind -> the boundary it is killed at
+    done: set[str] = set()
+    chosen = []
+    for cut in cuts:
+        migration_id, _, rest = cut.partition(" op ")
+        index, _, boundary = rest.partition(" ")
+        kind = kinds[(migration_id, int(index))]
+        if kind not in wanted:
+            batched = any(c.startswith(f"{migration_id} op {index} batch ") for c in cuts)
+            wanted[kind] = "batch 1" if batched else next(turns)
+        if kind not in done and boundary == wanted[kind]:
+            done.add(kind)
+            chosen.append(cut)
+    return chosen
+
+
+SWEEPS = {"one_per_op_kind": one_per_op_kind, "one_of_each": one_of_each}
+
+
 @pytest.mark.lane("connect")
+@pytest.mark.parametrize("sweep", ["one_per_op_kind", pytest.param("one_of_each", marks=EXHAUSTIVE)])
 def test_killed_at_every_boundary_converges_to_an_uninterrupted_run(
-    tmp_path: Path, request: pytest.FixtureRequest
+    tmp_path: Path, request: pytest.FixtureRequest, sweep: str
 ) -> None:
-    """SIGKILLed at every kind of boundary of every kind of op of the committed sales.orders migrations,
-    0001 included, and between every two batches of a batched backfill and of a copy. Each run resumes the
-    one killed before it and is killed at the next boundary, so every boundary chosen is met by a process
-    resuming from a crash.
+    """SIGKILLed at boundaries of the committed sales.orders migrations, 0001 included: `one_of_each`, at
+    every kind of boundary of every kind of op, and between every two batches of a batched backfill and of
+    a copy; `one_per_op_kind`, each kind of op at one boundary, every kind of boundary met. Each run resumes
+    the one killed before it and is killed at the next boundary, so every boundary chosen is met by a
+    process resuming from a crash.
 
     The ops Sail and delta-rs cannot do go to delta-spark. Each process would start a JVM of its own for
     them (eight of the 57 did, 30-40 s each, two thirds of the test); they are sent to the suite's Spark
@@ -126,7 +154,13 @@ def test_killed_at_every_boundary_converges_to_an_uninterrupted_run(
     }
     # Every batched op of the history ran in two batches or more, so kills land between two batch commits.
     assert {kinds[key] for key, n in batches.items() if n >= 2} == {"backfill", "copy_rows"}
-    cuts = one_of_each(boundaries(folder, batches), kinds)
+    cuts = SWEEPS[sweep](boundaries(folder, batches), kinds)
+    assert {c.partition(" op ")[2].partition(" ")[2].rstrip("0123456789") for c in cuts} == {
+        "started",
+        "batch ",
+        "ran",
+        "recorded",
+    }, f"every kind of boundary is met: {cuts}"
     assert {kinds[key] for key in kinds} == {
         kinds[key] for key in kinds if any(c.startswith(f"{key[0]} op {key[1]} ") for c in cuts)
     }, "every kind of op is killed at"

@@ -3,7 +3,9 @@ with rows, in the second virtualenv (`.venv-delta3`, made by `make delta3`, whic
 subprocess runs the cases (one JVM, started at collection: tests/engine/delta3_launch.py); each case is
 reported as its own test.
 
-Every recipe × {in_place, versioned} of `tests/recipes.py` runs (`delta3_run.cases()`): rows written, phase
+Every recipe × {in_place, versioned} of `tests/recipes.py` is a case (`make test` runs those that cover every
+op kind and phase planned for delta-3 and every case whose SQL differs from delta-4's, `make test-exhaustive`
+the others: tests/tiers.py): rows written, phase
 by phase, pre-checks counted, postconditions proven, re-apply skipping every op, the rows and the column types
 served through the contract's name checked, the feature an in-place widening adds read off the table, and
 each case's delta-3 golden `.sql` file held to the ops it runs and run again by hand, cell by cell. A
@@ -20,14 +22,14 @@ import pytest
 from delta_contracts.plan.planner import PlanError, plan
 from delta_contracts.target import Target
 from tests.engine.conftest import SKIP_SPARK
-from tests.engine.delta3_run import cases
 from tests.recipes import pair
+from tests.tiers import named_matrix
 
 pytestmark = [
     pytest.mark.engine,
     pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user"),
 ]
-CASES = tuple(cases())
+CASES = named_matrix(Target.DELTA_3)  # the exhaustive tier runs the cases outside the cover
 
 
 # `delta3_results` (tests/engine/delta3_launch.py) awaits the run started at collection; requesting it also

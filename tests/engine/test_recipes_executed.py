@@ -33,14 +33,17 @@ import pytest
 
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.plan.planner import PlanError
+from delta_contracts.target import Target
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import CaseRun, checksum, execute_case, execute_history, table_state
-from tests.recipes import RECIPES, pair
+from tests.recipes import pair
+from tests.tiers import matrix
 from tests.xdist_lanes import shared_folder
 
 pytestmark = pytest.mark.engine
 
-CASES = [(recipe, versioning) for recipe in RECIPES for versioning in ("in_place", "versioned")]
+# every case of the matrix; those outside the cover of every (op kind, phase) only in the exhaustive tier
+CASES = matrix(Target.DELTA_4)
 
 
 _spark_runs: dict[str, CaseRun | BaseException] = {}
@@ -132,9 +135,9 @@ def test_recipe_executes_on_delta(
     assert run.served == run.expected, f"{recipe}/{versioning}: rows served differ from the contract's"
 
 
-@pytest.mark.parametrize("versioning", ["in_place", "versioned"])
+@pytest.mark.parametrize(("recipe", "versioning"), [c for c in CASES if c.values[0] == "type_widening_off"])  # type: ignore[attr-defined]
 def test_type_widening_off_gives_readers_without_the_feature_the_table_back(
-    spark_engine: Engine, versioning: str, request: pytest.FixtureRequest
+    spark_engine: Engine, recipe: str, versioning: str, request: pytest.FixtureRequest
 ) -> None:
     """The recipe's run (no statement more): after DROP FEATURE the protocol lists no typeWidening, the
     reader version is 1 again, and delta-rs, which refuses a table with the typeWidening reader feature,
@@ -143,8 +146,7 @@ def test_type_widening_off_gives_readers_without_the_feature_the_table_back(
 
     from delta_contracts.engine import deltalog
 
-    key = f"type_widening_off-{versioning}"
-    run = spark_run(spark_engine, key, _case("type_widening_off", versioning), request.config)
+    run = spark_run(spark_engine, f"{recipe}-{versioning}", _case(recipe, versioning), request.config)
     live = deltalog.read_table(run.location, "t")
     features = (*live.reader_features, *live.writer_features)
     assert not [f for f in features if f.startswith("typeWidening")], features

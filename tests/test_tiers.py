@@ -1,0 +1,46 @@
+"""`make test` executes every op kind in every phase on every target: the covering cases (tests/tiers.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_contracts.target import Target
+from tests.tiers import EXHAUSTIVE, all_cases, covering_cases, differs_from_delta_4, features, matrix
+
+TARGETS = [Target.DELTA_4, Target.DELTA_3]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_covering_cases_exercise_every_feature_of_the_matrix(target: Target) -> None:
+    every = set().union(*(features(case, target) for case in all_cases()))
+    covered = set().union(*(features(case, target) for case in covering_cases(target)))
+    assert covered == every
+    # the ops the suite relies on are among them (a planner that planned nothing would cover "everything")
+    kinds = {kind for kind, _ in every}
+    assert {"add_column", "backfill", "copy_rows", "catch_up_rows", "rename_table", "drop_columns"} <= kinds
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_the_cover_is_a_fraction_of_the_matrix_and_each_case_adds_something(target: Target) -> None:
+    cover = covering_cases(target)
+    assert len(cover) <= len(all_cases()) // 3, cover
+    for case in cover:
+        if target is not Target.DELTA_4 and differs_from_delta_4(case, target):
+            continue
+        others = set().union(*(features(c, target) for c in cover if c != case))
+        assert features(case, target) - others, f"{case} adds nothing to the other covering cases"
+
+
+def test_every_delta_3_case_whose_sql_differs_from_delta_4_runs_in_make_test() -> None:
+    differing = [case for case in all_cases() if differs_from_delta_4(case, Target.DELTA_3)]
+    assert ("widen_type", "in_place") in differing  # delta-3 names the preview feature
+    assert set(differing) <= set(covering_cases(Target.DELTA_3))
+
+
+def test_the_cases_outside_the_cover_are_marked_exhaustive() -> None:
+    cover = set(covering_cases(Target.DELTA_4))
+    for param in matrix(Target.DELTA_4):
+        case = tuple(param.values)  # type: ignore[attr-defined]
+        marks = [getattr(m, "mark", m) for m in param.marks]  # type: ignore[attr-defined]
+        marked = EXHAUSTIVE.mark in marks
+        assert marked == (case not in cover), case

@@ -1,4 +1,13 @@
-"""The `delta-3` target executed: run with the Python of `.venv-delta3` (PySpark 3.5 + delta-spark 3.3)."""
+"""The `delta-3` target executed: run with the Python of `.venv-delta3` (PySpark 3.5 + delta-spark 3.3).
+
+`python -m tests.engine.delta3_run WAREHOUSE [RECIPE/VERSIONING … | all]` plans the cases named (`all`: every
+recipe of `tests/recipes.py` × {in_place, versioned}) for target delta-3 and executes each on the spark engine
+as `tests/engine/recipe_run.py` does for delta-4 (rows written, phase by phase, pre-checks counted,
+postconditions proven, re-apply skips every op, rows through the contract's name as the contracts say), the
+delta-3 golden `.sql` files held to the ops and run again by hand (`tests/engine/sql_rerun.py`). Prints one
+JSON object: case -> {"status": "ok" | "refused" | "failed", "detail": …}. tests/engine/test_delta3.py drives
+it; this module imports no pytest so the second virtualenv needs only what the package needs.
+"""
 
 from __future__ import annotations
 

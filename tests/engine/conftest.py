@@ -16,6 +16,7 @@ import pytest
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark import delta_jars_available
 from tests.engine.session_conf import FAST_SMALL_QUERIES
+from tests.tiers import EXHAUSTIVE
 
 SKIP_SPARK = os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1"
 # Lines a JVM prints at start-up and while it runs, which a command's output must not carry (measured on
@@ -81,19 +82,28 @@ def connect_engine(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -
 JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")
 
 
-@pytest.fixture(params=["local", pytest.param("spark", marks=JVM)])
+# The features built on the engine interface (the runner, the gates, catch-up, reads, create and drift…) run
+# on the embedded engine in `make test` and on delta-spark too in the exhaustive tier; delta-spark itself is
+# held by `make test` to the recipes (executed) and to the conformance suite (`every_engine`).
+ENGINE_PARAMS = ["local", pytest.param("spark", marks=[JVM, EXHAUSTIVE])]
+
+
+@pytest.fixture(params=ENGINE_PARAMS)
 def engine(request: pytest.FixtureRequest) -> Engine:
-    """The embedded engine and the reference. The conformance suite adds `connect` (`every_engine`); the
-    features built on the engine interface run on these two so the suite fits its time budget."""
+    """The embedded engine and the reference. The conformance suite adds `connect` (`every_engine`)."""
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
 
 
-@pytest.fixture(params=["local", pytest.param("spark", marks=JVM), pytest.param("connect", marks=JVM)])
+# `make test` holds delta-spark to the conformance suite through its Spark Connect server (the suite's
+# classic session is busy with the recipes then); the exhaustive tier on the classic session too.
+@pytest.fixture(
+    params=["local", pytest.param("spark", marks=[JVM, EXHAUSTIVE]), pytest.param("connect", marks=JVM)]
+)
 def every_engine(request: pytest.FixtureRequest) -> Engine:
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
 
 
-@pytest.fixture(params=["local", pytest.param("spark", marks=JVM)])
+@pytest.fixture(params=ENGINE_PARAMS)
 def local_or_spark(request: pytest.FixtureRequest) -> Engine:
     """The embedded engine and the reference, for tests whose Connect run would add nothing new."""
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]

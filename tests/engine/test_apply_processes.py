@@ -227,6 +227,7 @@ def test_two_runners_one_table(engine: str, request: pytest.FixtureRequest, tmp_
 
 
 @JVM
+@EXHAUSTIVE  # the sweep above kills the ops the local engine sends to delta-spark on the same server
 def test_killed_on_delta_spark_converges_to_an_uninterrupted_run(
     connect_url: str, connect_engine: Engine, tmp_path: Path
 ) -> None:

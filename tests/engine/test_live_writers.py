@@ -29,6 +29,7 @@ from tests.engine.conftest import JVM
 from tests.engine.live_writer import writer_main
 from tests.engine.recipe_run import ROWS, checksum, create_schema, renamed, write_rows
 from tests.recipes import nullable_rename, pair
+from tests.tiers import EXHAUSTIVE
 
 # On an idle 2-core machine the three cases take about six minutes together (rows written/found: 94/94 with
 # 1 commit retried, 48/48 with 4, 10/10 with 0). On a machine loaded far beyond its cores (load average 20)
@@ -171,14 +172,19 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-CASES: list[tuple[str, str, list[str]]] = [
-    ("rename_nullable_column", "in_place", ["append"]),
-    ("make_not_null", "in_place", ["append"]),
-    ("change_partitioning", "versioned", ["append", "merge"]),
+# `make test` runs the in-place rename (expand, populate, cutover and a drop with its last catch-up); the
+# exhaustive tier the NOT NULL tightening and the versioned repartition (its cutover fence is also held by
+# tests/engine/test_cutover_fence.py, a commit made at each step).
+CASES = [
+    pytest.param("rename_nullable_column", "in_place", ["append"], id="rename_nullable_column"),
+    pytest.param("make_not_null", "in_place", ["append"], id="make_not_null", marks=EXHAUSTIVE),
+    pytest.param(
+        "change_partitioning", "versioned", ["append", "merge"], id="change_partitioning", marks=EXHAUSTIVE
+    ),
 ]
 
 
-@pytest.mark.parametrize(("recipe", "versioning", "modes"), CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(("recipe", "versioning", "modes"), CASES)
 def test_no_committed_row_is_lost_while_apply_runs(
     connect_url: str, connect_engine: Engine, tmp_path: Path, recipe: str, versioning: str, modes: list[str]
 ) -> None:

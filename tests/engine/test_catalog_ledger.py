@@ -18,6 +18,7 @@ from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
 from tests.engine.apply_support import REPO, with_schema
 from tests.engine.conftest import JVM
+from tests.tiers import EXHAUSTIVE
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
@@ -51,7 +52,10 @@ def _cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-@pytest.mark.parametrize("name", [pytest.param("spark", marks=JVM), pytest.param("connect", marks=JVM)])
+# the same catalog and ledger through Spark Connect: the exhaustive tier (tests/tiers.py)
+@pytest.mark.parametrize(
+    "name", [pytest.param("spark", marks=JVM), pytest.param("connect", marks=[JVM, EXHAUSTIVE])]
+)
 def test_the_ledger_is_the_catalog_table_contracts_yml_names(
     name: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,8 +43,9 @@ chromium:
 
 PYTEST := DELTA_CONTRACTS_DELTA3_VENV=$(DELTA3_VENV) $(BIN)/pytest -q --durations=40 -n 2 --dist loadgroup --no-loadscope-reorder
 
-# The suite in two tiers (tests/tiers.py): `make test` executes every kind of op in every phase on every
-# engine and target; `make test-exhaustive` the rest of the engine matrices. CI (.ci/run) runs both.
+# The suite in two tiers (tests/tiers.py): `make test` executes every kind of op in every phase on delta-4,
+# on the embedded engine and on delta-3 where its SQL differs; `make test-exhaustive` the rest of the engine
+# matrices. CI (.ci/run) runs `make test`.
 test: lint typecheck jars chromium delta3
 	$(PYTEST) -m "not exhaustive"
 

@@ -1,6 +1,6 @@
 """The suite's two tiers: `make test` (the README's command and CI's, whose target is 20 minutes on two
-cores) and `make
-test-exhaustive` (the rest of the engine matrices, for a scheduled job and before a release).
+cores) and `make test-exhaustive` (the rest of the engine matrices, for a scheduled job and before a
+release).
 
 `make test` executes every kind of op in every phase it is planned in on delta-4, with rows in the table,
 and on delta-3 every case whose SQL differs from delta-4's; the exhaustive tier repeats the same ops in the

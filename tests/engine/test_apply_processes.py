@@ -81,6 +81,13 @@ def boundaries(folder: Path, batches: Counter[tuple[str, int]]) -> list[str]:
     return names
 
 
+def cut_parts(cut: str) -> tuple[str, int, str]:
+    """A boundary's name (`boundaries`) as (migration id, op index, boundary): "0002_… op 5 batch 1"."""
+    migration_id, _, rest = cut.partition(" op ")
+    index, _, boundary = rest.partition(" ")
+    return migration_id, int(index), boundary
+
+
 def one_of_each(cuts: Sequence[str], kinds: dict[tuple[str, int], str]) -> list[str]:
     """The first boundary of each kind (`started`, `batch n`, `ran`, `recorded`) of each kind of op, in the
     order the runner passes them. The runner resumes every op through the same steps (its ledger rows, the
@@ -89,9 +96,8 @@ def one_of_each(cuts: Sequence[str], kinds: dict[tuple[str, int], str]) -> list[
     seen: set[tuple[str, str]] = set()
     chosen = []
     for cut in cuts:
-        migration_id, _, rest = cut.partition(" op ")
-        index, _, boundary = rest.partition(" ")
-        key = (kinds[(migration_id, int(index))], boundary)
+        migration_id, index, boundary = cut_parts(cut)
+        key = (kinds[(migration_id, index)], boundary)
         if key not in seen:
             seen.add(key)
             chosen.append(cut)
@@ -107,9 +113,8 @@ def one_per_op_kind(cuts: Sequence[str], kinds: dict[tuple[str, int], str]) -> l
     done: set[str] = set()
     chosen = []
     for cut in cuts:
-        migration_id, _, rest = cut.partition(" op ")
-        index, _, boundary = rest.partition(" ")
-        kind = kinds[(migration_id, int(index))]
+        migration_id, index, boundary = cut_parts(cut)
+        kind = kinds[(migration_id, index)]
         if kind not in wanted:
             batched = any(c.startswith(f"{migration_id} op {index} batch ") for c in cuts)
             wanted[kind] = "batch 1" if batched else next(turns)
@@ -155,12 +160,8 @@ def test_killed_at_every_boundary_converges_to_an_uninterrupted_run(
     # Every batched op of the history ran in two batches or more, so kills land between two batch commits.
     assert {kinds[key] for key, n in batches.items() if n >= 2} == {"backfill", "copy_rows"}
     cuts = SWEEPS[sweep](boundaries(folder, batches), kinds)
-    assert {c.partition(" op ")[2].partition(" ")[2].rstrip("0123456789") for c in cuts} == {
-        "started",
-        "batch ",
-        "ran",
-        "recorded",
-    }, f"every kind of boundary is met: {cuts}"
+    met = {cut_parts(c)[2].rstrip("0123456789") for c in cuts}
+    assert met == {"started", "batch ", "ran", "recorded"}, f"every kind of boundary is met: {cuts}"
     assert {kinds[key] for key in kinds} == {
         kinds[key] for key in kinds if any(c.startswith(f"{key[0]} op {key[1]} ") for c in cuts)
     }, "every kind of op is killed at"

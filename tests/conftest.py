@@ -10,6 +10,11 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # lets tests import the helpers in tests/ (spark_parser, builders)
 
+# Before any test module imports gRPC (PySpark's Connect client) at collection: gRPC reads it on import.
+from delta_contracts.engine import without_grpc_fork_handlers  # noqa: E402
+
+without_grpc_fork_handlers()
+
 EXAMPLES = REPO / "contracts"
 pytest_plugins = ["tests.xdist_lanes", "tests.engine.delta3_launch"]
 

@@ -61,9 +61,6 @@ STATE_DIR = "_delta_contracts"
 
 
 def _start_sail() -> tuple[Any, Any]:
-    from delta_contracts.engine.spark import without_grpc_fork_handlers
-
-    without_grpc_fork_handlers()  # before the first gRPC client: delta-spark's JVM start forks
     from pysail.spark import SparkConnectServer
     from pyspark.sql import SparkSession
 

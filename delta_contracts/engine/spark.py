@@ -104,10 +104,30 @@ def _start_session(app_name: str, settings: Mapping[str, str], jvm_log: Path | N
     for key, value in settings.items():
         builder = builder.config(key, value)
     with jvm_output_to(jvm_log):
-        session = builder.getOrCreate()
+        session = _get_or_create(builder)
     session.sparkContext.setLogLevel("ERROR")
     quiet_query_context_loggers()
     return session
+
+
+JVM_START_ATTEMPTS = 3
+
+
+def _get_or_create(builder: Any) -> Any:
+    """`builder.getOrCreate()`, started again when the JVM died before it sent its port (JAVA_GATEWAY_EXITED).
+
+    A process that imported gRPC (a Spark Connect client) before `without_grpc_fork_handlers` could run — a
+    notebook, a test runner — keeps gRPC's fork handlers, and then about one JVM start in eight dies between
+    fork and exec (grpc/grpc#43055). Nothing has started then, so starting again is safe; a JVM that cannot
+    start at all (no Java) fails the same way in milliseconds, and the last error is the one raised."""
+    attempt = 1
+    while True:
+        try:
+            return builder.getOrCreate()
+        except spark_errors() as err:
+            if error_condition(err) != "JAVA_GATEWAY_EXITED" or attempt == JVM_START_ATTEMPTS:
+                raise
+            attempt += 1
 
 
 @contextmanager
@@ -522,21 +542,6 @@ def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:
     return exp.Describe(this=x.table(table), style=kind, partition=tail)
 
 
-GRPC_FORK_SUPPORT = "GRPC_ENABLE_FORK_SUPPORT"
-
-
-def without_grpc_fork_handlers() -> None:
-    """Called before this process makes its first Spark Connect (gRPC) client.
-
-    grpcio >= 1.81 restarts its poller in a forked child; Python closes the child's descriptors before exec,
-    the poller meets EBADF and aborts the child (grpc/grpc#43055). PySpark starts its JVM with
-    `Popen(preexec_fn=...)`, a fork that runs those handlers, so with a Connect client in the process (the
-    local engine's Sail session, the connect engine) about one JVM start in eight died before exec
-    (JAVA_GATEWAY_EXITED). Nothing here forks to run gRPC in a child, so the handlers are off, unless the user
-    set the variable."""
-    os.environ.setdefault(GRPC_FORK_SUPPORT, "false")
-
-
 def connect_engine(
     url: str, state_dir: Path | str | None = None, *, ledger: TableId | None = None
 ) -> SparkEngine:
@@ -548,7 +553,6 @@ def connect_engine(
 
 def connect_session(url: str) -> Any:
     """A new session of the Spark Connect server at `url`, whose server is known to be reachable."""
-    without_grpc_fork_handlers()
     from pyspark.sql import SparkSession
 
     check_reachable(url)

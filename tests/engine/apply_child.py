@@ -29,6 +29,7 @@ import pysail.spark  # noqa: F401
 import pyspark.sql.connect.session  # noqa: F401
 
 from delta_contracts.apply import apply
+from delta_contracts.engine import without_grpc_fork_handlers
 from delta_contracts.engine.local import LocalEngine
 from tests.engine.apply_support import insert_rows
 from tests.engine.recipe_run import create_schema
@@ -66,9 +67,7 @@ def forked_main(spec: dict[str, Any], output: str) -> None:
 def fork_server() -> BaseContext:
     """The multiprocessing context whose children are forked from a server holding this module. The server is
     a fresh interpreter (not a fork of pytest, which runs JVMs and threads)."""
-    # gRPC's fork handlers would abort a child that PySpark forks to start delta-spark (grpc/grpc#43055); the
-    # engine sets this too, but the server imports gRPC before any engine runs.
-    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    without_grpc_fork_handlers()  # the server imports gRPC before any engine runs (grpc/grpc#43055)
     os.environ.setdefault("RUST_LOG", "error")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([__name__])  # the server is given pytest's sys.path, which holds the repo

@@ -10,13 +10,15 @@ minutes, and the crash tests start real JVMs from such processes.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from delta_contracts.engine.spark import GRPC_FORK_SUPPORT, without_grpc_fork_handlers
+from delta_contracts.engine import GRPC_FORK_SUPPORT, without_grpc_fork_handlers
+from delta_contracts.engine.spark import JVM_START_ATTEMPTS
 from tests.engine.apply_support import REPO
 
 pytestmark = pytest.mark.engine
@@ -66,3 +68,62 @@ def test_a_users_own_grpc_fork_setting_is_kept(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv(GRPC_FORK_SUPPORT)
     without_grpc_fork_handlers()
     assert os.environ[GRPC_FORK_SUPPORT] == "false"
+
+
+# A `java` that dies before the JVM starts, as a child aborted between fork and exec does, the first
+# `failures` times it is started, and runs the real one after that.
+FLAKY_JAVA = """#!/bin/sh
+count=$(cat "{counter}" 2>/dev/null || echo 0)
+echo $((count + 1)) > "{counter}"
+if [ "$count" -lt {failures} ]; then exit 134; fi
+exec {java} "$@"
+"""
+START = """
+import sys
+from pathlib import Path
+from delta_contracts.engine.base import EngineError
+from delta_contracts.engine.spark import _start_session
+
+try:
+    spark = _start_session("jvm-start", {"spark.ui.enabled": "false"}, Path(sys.argv[1]))
+except EngineError as err:
+    print("error:", err)
+else:
+    print("started:", spark.range(3).count())
+"""
+
+
+def start_with_flaky_java(tmp_path: Path, failures: int) -> tuple[str, int]:
+    real_java = shutil.which("java")
+    assert real_java is not None
+    java_home = tmp_path / "jdk"
+    (java_home / "bin").mkdir(parents=True)
+    java = java_home / "bin" / "java"
+    counter = tmp_path / "starts"
+    java.write_text(FLAKY_JAVA.format(counter=counter, failures=failures, java=real_java))
+    java.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    env |= {"JAVA_HOME": str(java_home), "PYTHONPATH": str(REPO)}
+    done = subprocess.run(
+        [sys.executable, "-c", START, str(tmp_path / "jvm.log")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    return done.stdout.strip(), int(counter.read_text())
+
+
+def test_a_jvm_that_dies_before_it_sends_its_port_is_started_again(tmp_path: Path) -> None:
+    out, starts = start_with_flaky_java(tmp_path, failures=JVM_START_ATTEMPTS - 1)
+    assert out == "started: 3"
+    # the last attempt runs java twice: spark-class's launcher, which prints the JVM's command, then the JVM
+    assert starts == JVM_START_ATTEMPTS + 1
+
+
+def test_a_jvm_that_never_starts_is_one_error_after_the_last_attempt(tmp_path: Path) -> None:
+    out, starts = start_with_flaky_java(tmp_path, failures=JVM_START_ATTEMPTS + 5)
+    assert out.startswith("error: the Spark session did not start: [JAVA_GATEWAY_EXITED]"), out
+    assert f"(the JVM's output: {tmp_path / 'jvm.log'})" in out
+    assert starts == JVM_START_ATTEMPTS

@@ -18,10 +18,11 @@ without_grpc_fork_handlers()
 EXAMPLES = REPO / "contracts"
 pytest_plugins = ["tests.xdist_lanes", "tests.engine.delta3_launch"]
 
-from tests.engine.session_conf import SUBMIT_ARGS  # noqa: E402 (needs the repo on sys.path)
+from tests.engine.session_conf import CHILD_SUBMIT_ARGS  # noqa: E402 (needs the repo on sys.path)
 
-# Every JVM PySpark starts in the suite's processes and their children (tests/engine/session_conf.py).
-os.environ.setdefault("PYSPARK_SUBMIT_ARGS", SUBMIT_ARGS)
+# Every JVM PySpark starts in the suite's processes and their children, but for the few that live through
+# the run, which set their own (tests/engine/session_conf.py).
+os.environ.setdefault("PYSPARK_SUBMIT_ARGS", CHILD_SUBMIT_ARGS)
 
 
 @pytest.fixture

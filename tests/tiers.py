@@ -3,11 +3,12 @@ cores) and `make test-exhaustive` (the rest of the engine matrices, for a schedu
 release).
 
 `make test` executes every kind of op in every phase it is planned in on delta-4, with rows in the table,
-and on delta-3 every case whose SQL differs from delta-4's; the exhaustive tier repeats the same ops in the
-other recipe cases, and the slowest process tests. Which recipe cases `make test` executes is not a
-hand-kept list: `covering_cases` plans every case and picks, greedily, cases until each (op kind, phase)
-that any case plans is in one of them (tests/test_tiers.py holds the rule), so a new op or recipe is
-executed by `make test` the day it is planned. The other cases carry the `exhaustive` marker (`matrix`).
+and on delta-3 every kind of op in every phase of the cases whose SQL differs from delta-4's; the
+exhaustive tier repeats the same ops in the other recipe cases, and the slowest process tests. Which recipe
+cases `make test` executes is not a hand-kept list: `covering_cases` plans every case and picks, greedily,
+cases until each (op kind, phase) that any case plans is in one of them (tests/test_tiers.py holds the
+rule), so a new op or recipe is executed by `make test` the day it is planned. The other cases carry the
+`exhaustive` marker (`matrix`).
 """
 
 from __future__ import annotations
@@ -62,15 +63,24 @@ def differs_from_delta_4(case: Case, target: Target) -> bool:
 
 @functools.cache
 def covering_cases(target: Target) -> tuple[Case, ...]:
-    """The cases `make test` executes for `target`.
+    """The cases `make test` executes for `target`: a greedy cover (`greedy_cover`) of the features of
+    candidate cases.
 
-    delta-4: a greedy cover of every feature of every case (the case that adds the most features not yet
-    covered first, the smaller case on a tie, then the matrix order). Another target: the cases whose SQL
-    differs from their delta-4 SQL, which `make test` executes for delta-4 in the cover's cases or not at all;
-    the cases whose SQL is delta-4's are the exhaustive tier's, on that target's Delta."""
+    delta-4: every case is a candidate. Another target: the cases whose SQL differs from their delta-4 SQL
+    and that the target executes. A case whose SQL is delta-4's runs for delta-4 in the cover or not at all,
+    and a case the planner refuses for the target executes nothing on its Delta (the golden files and
+    tests/test_plan_golden.py hold the refusal); both are the exhaustive tier's, on that target's Delta."""
     cases = all_cases()
     if target is not Target.DELTA_4:
-        return tuple(c for c in cases if differs_from_delta_4(c, target))
+        cases = [
+            c for c in cases if differs_from_delta_4(c, target) and ("refused", "") not in features(c, target)
+        ]
+    return greedy_cover(cases, target)
+
+
+def greedy_cover(cases: list[Case], target: Target) -> tuple[Case, ...]:
+    """Cases until every feature of `cases` is in one of them: the case that adds the most features not yet
+    covered first, the smaller case on a tie, then the matrix order."""
     planned = {case: features(case, target) for case in cases}
     left = set().union(*planned.values())
     chosen: list[Case] = []

@@ -33,7 +33,6 @@ from delta_contracts.engine import without_grpc_fork_handlers
 from delta_contracts.engine.local import LocalEngine
 from tests.engine.apply_support import insert_rows
 from tests.engine.recipe_run import create_schema
-from tests.engine.session_conf import CHILD_SUBMIT_ARGS, SUBMIT_ARGS
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
@@ -56,8 +55,6 @@ def forked_main(spec: dict[str, Any], output: str) -> None:
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
-    if os.environ.get("PYSPARK_SUBMIT_ARGS") == SUBMIT_ARGS:
-        os.environ["PYSPARK_SUBMIT_ARGS"] = CHILD_SUBMIT_ARGS  # a JVM that lives seconds (session_conf)
     code = run_spec(spec)
     sys.stdout.flush()
     sys.stderr.flush()

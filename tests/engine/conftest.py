@@ -15,7 +15,7 @@ import pytest
 
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark import delta_jars_available
-from tests.engine.session_conf import FAST_SMALL_QUERIES
+from tests.engine.session_conf import FAST_SMALL_QUERIES, long_lived_jvm
 from tests.tiers import EXHAUSTIVE
 
 SKIP_SPARK = os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1"
@@ -43,7 +43,8 @@ def spark_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     if not available:
         pytest.fail(f"the spark engine cannot start: {why} (DELTA_CONTRACTS_SKIP_SPARK=1 opts out)")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
-    session = local_delta_session(warehouse=warehouse, extra=FAST_SMALL_QUERIES)
+    with long_lived_jvm():
+        session = local_delta_session(warehouse=warehouse, extra=FAST_SMALL_QUERIES)
     yield SparkEngine(session, warehouse / "_delta_contracts")
     session.stop()
 

@@ -105,6 +105,7 @@ def launch(cases: list[str], folder: Path | None = None) -> Delta3Run:
         return run
     env = {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
     env["PYTHONPATH"] = str(REPO)
+    env["PYSPARK_SUBMIT_ARGS"] = submit_args_for(cases)
     with run.output.open("wb") as out, run.errors.open("wb") as err:
         run.process = subprocess.Popen(
             [str(python), "-m", "tests.engine.delta3_run", str(run.folder / "warehouse"), *cases],
@@ -114,6 +115,16 @@ def launch(cases: list[str], folder: Path | None = None) -> Delta3Run:
             stderr=err,
         )
     return run
+
+
+# A run of this many cases or fewer lives about a minute (`make test`'s): C1 only (session_conf.py).
+SHORT_RUN = 8
+
+
+def submit_args_for(cases: list[str]) -> str:
+    from tests.engine.session_conf import CHILD_SUBMIT_ARGS, SUBMIT_ARGS
+
+    return CHILD_SUBMIT_ARGS if "all" not in cases and len(cases) <= SHORT_RUN else SUBMIT_ARGS
 
 
 DELTA3_RUN = pytest.StashKey[Delta3Run]()

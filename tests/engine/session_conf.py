@@ -19,15 +19,22 @@ The test tables hold a handful of rows: compiling code for them costs more than 
   CPU-s (231 s), C1 only 272 CPU-s (241 s), C1 and the parallel collector 238 CPU-s (214 s). C1 needs a
   larger code cache than its 48 MB default, which filled ("CodeCache is full. Compiler has been disabled").
   The JVMs that live through the run (`SESSION_JVM_OPTIONS`: the suite's session, the Connect server, the
-  delta-3 run) keep C2, which pays off over minutes: sixteen recipe cases in a fresh session with the
-  parallel collector, C1 only 235.4 s and 256.4 JVM CPU-s, C1 and C2 182.0 s and 250.4 CPU-s.
+  delta-3 run of the exhaustive tier; `make test`'s runs one case, tests/engine/delta3_launch.py) keep C2,
+  which pays off over minutes: sixteen recipe cases in a fresh session with the parallel collector, C1
+  only 235.4 s and 256.4 JVM CPU-s, C1 and C2 182.0 s and 250.4 CPU-s.
 - PySpark starts its JVM with PYSPARK_SUBMIT_ARGS when it is set, and spark-submit's `--driver-java-options`
   there wins over the session's `spark.driver.extraJavaOptions` (measured: a session given both ran with the
-  former), so the suite sets the variable for its processes (tests/conftest.py) and the children reset it.
+  former), so the suite sets the variable for its processes (tests/conftest.py): C1 only, as most of its
+  JVMs live a minute or less (the demo's, the event-log applications', the crash tests' children); the
+  suite's session and the Connect server set `SESSION_JVM_OPTIONS` (`long_lived_jvm`, `server_command`).
 None of these changes what a statement does.
 Tried and dropped (the suite got slower, 41:25 -> 44:12, the spark tests 20-35 % each): one shuffle and one
 snapshot partition, a larger generated-code cache and the serial collector.
 """
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 SESSION_JVM_OPTIONS = "-XX:+UseParallelGC"
 CHILD_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m -XX:+UseParallelGC"
@@ -41,6 +48,22 @@ def submit_args(jvm_options: str) -> str:
 
 SUBMIT_ARGS = submit_args(SESSION_JVM_OPTIONS)
 CHILD_SUBMIT_ARGS = submit_args(CHILD_JVM_OPTIONS)
+
+
+@contextmanager
+def long_lived_jvm() -> Iterator[None]:
+    """Start the JVM of a classic session made in the block with `SESSION_JVM_OPTIONS` (the suite's default
+    is `CHILD_JVM_OPTIONS`: tests/conftest.py)."""
+    saved = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    os.environ["PYSPARK_SUBMIT_ARGS"] = SUBMIT_ARGS
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+        else:
+            os.environ["PYSPARK_SUBMIT_ARGS"] = saved
+
 
 FAST_SMALL_QUERIES = {
     "spark.driver.extraJavaOptions": SESSION_JVM_OPTIONS,

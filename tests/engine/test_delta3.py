@@ -3,13 +3,13 @@ with rows, in the second virtualenv (`.venv-delta3`, made by `make delta3`, whic
 subprocess runs the cases (one JVM, started at collection: tests/engine/delta3_launch.py); each case is
 reported as its own test.
 
-Every recipe × {in_place, versioned} of `tests/recipes.py` is a case (`make test` runs those that cover every
-op kind and phase planned for delta-3 and every case whose SQL differs from delta-4's, `make test-exhaustive`
-the others: tests/tiers.py): rows written, phase
-by phase, pre-checks counted, postconditions proven, re-apply skipping every op, the rows and the column types
-served through the contract's name checked, the feature an in-place widening adds read off the table, and
-each case's delta-3 golden `.sql` file held to the ops it runs and run again by hand, cell by cell. A
-case the planner refuses for delta-3 must be refused the same way in the run.
+Every recipe × {in_place, versioned} of `tests/recipes.py` is a case (`make test` runs the fewest that
+execute every op kind and phase of the cases whose SQL differs from delta-4's, `make test-exhaustive` the
+others: tests/tiers.py): rows written, phase by phase, pre-checks counted, postconditions proven, re-apply
+skipping every op, the rows and the column types served through the contract's name checked, the feature
+an in-place widening adds read off the table, and each case's delta-3 golden `.sql` file held to the ops it
+runs and run again by hand, cell by cell. A case the planner refuses for delta-3 must be refused the same
+way in the run.
 """
 
 from __future__ import annotations

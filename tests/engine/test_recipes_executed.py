@@ -37,7 +37,7 @@ from delta_contracts.target import Target
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import CaseRun, checksum, execute_case, execute_history, table_state
 from tests.recipes import pair
-from tests.tiers import matrix
+from tests.tiers import EXHAUSTIVE, matrix
 from tests.xdist_lanes import shared_folder
 
 pytestmark = pytest.mark.engine
@@ -193,6 +193,10 @@ MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 # The committed tables whose history goes beyond their creation (creates are the `create` recipe's case);
 # their rows are written by hand in recipe_run.HISTORY_ROWS.
 HISTORIES = sorted(p.name for p in MIGRATIONS.iterdir() if len(list(p.glob("0*.json"))) > 1)
+# The committed histories execute on delta-spark in the exhaustive tier: their op kinds are the recipe cases'
+# (`make test` executes each in its cover on delta-spark), and `make test` applies the sales.orders history
+# whole on the embedded engine and through the Connect server's delta-spark (the demo, the kill sweep).
+HISTORY_PARAMS = [pytest.param(table, marks=EXHAUSTIVE) for table in HISTORIES]
 
 
 def _history(table: str) -> Run:
@@ -204,7 +208,7 @@ def test_every_committed_history_has_rows_to_execute_with() -> None:
 
 
 @pytest.mark.lane_first
-@pytest.mark.parametrize("table", HISTORIES)
+@pytest.mark.parametrize("table", HISTORY_PARAMS)
 def test_committed_history_executes_on_delta(
     spark_engine: Engine, table: str, request: pytest.FixtureRequest
 ) -> None:
@@ -215,7 +219,7 @@ def test_committed_history_executes_on_delta(
 
 @JVM
 @pytest.mark.awaits_lane_first
-@pytest.mark.parametrize("table", HISTORIES)
+@pytest.mark.parametrize("table", HISTORY_PARAMS)
 def test_local_ends_where_spark_ends_on_the_committed_history(
     local_engine: Engine, table: str, request: pytest.FixtureRequest
 ) -> None:

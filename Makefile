@@ -7,12 +7,10 @@ DELTA3_VENV ?= .venv-delta3
 
 .PHONY: demo test test-exhaustive lint typecheck clean jars chromium delta3
 
-# --no-compile: Python compiles a module when it is first imported; compiling every file of every package
-# up front (PySpark's thousands) took half of a fresh install (76 s -> 36 s).
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --no-compile -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
 # delta-spark's jars: resolved once from Maven Central into ~/.cache/delta-contracts, reused offline after.
@@ -22,7 +20,7 @@ jars: $(BIN)/.installed
 $(DELTA3_VENV)/.installed: requirements-delta3.txt
 	test -x $(DELTA3_VENV)/bin/python || $(PYTHON) -m venv $(DELTA3_VENV)
 	$(DELTA3_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(DELTA3_VENV)/bin/python -m pip install --quiet --no-compile -r requirements-delta3.txt
+	$(DELTA3_VENV)/bin/python -m pip install --quiet -r requirements-delta3.txt
 	touch $@
 
 # Delta 3.3 on Spark 3.5 for tests/engine/test_delta3.py: the virtualenv and the Scala 2.12 jars.

@@ -10,6 +10,7 @@ Tests say what they need, by the fixtures they request or by markers (registered
 their node id here:
 - a fixture of `FIXTURE_LANES` puts a test in that lane;
 - `@pytest.mark.lane("spark")` puts a test (or a module, by `pytestmark`) in a lane without such a fixture;
+- a fixture made once per module (or class, or package) keeps the module's tests that request it together;
 - `@pytest.mark.lane_first`: first in its lane, because tests of another lane await what it publishes;
 - `@pytest.mark.awaits_lane_first`: after every lane's own tests, because it awaits what a `lane_first` test
   publishes.
@@ -49,7 +50,18 @@ def _group(item: pytest.Item) -> str | None:
     params = getattr(getattr(item, "callspec", None), "params", {})
     named = {FIXTURE_LANES[f] for f in fixtures if f in FIXTURE_LANES}
     named |= {str(v) for v in params.values() if str(v) in ("spark", "connect")}
-    return min(named, key=LANE_ORDER.__getitem__, default=None)
+    return min(named, key=LANE_ORDER.__getitem__, default=None) or _module_group(item)
+
+
+def _module_group(item: pytest.Item) -> str | None:
+    """The test's module, when the test requests a fixture made once per module, class or package: its
+    tests then run on one worker, which makes the fixture once (on two, each made it: the event-log
+    applications' JVM twice, a minute)."""
+    info = getattr(item, "_fixtureinfo", None)
+    for definitions in info.name2fixturedefs.values() if info is not None else ():
+        if definitions and definitions[-1].scope in ("module", "class", "package"):
+            return item.nodeid.split("::")[0]
+    return None
 
 
 def _distributed(config: pytest.Config) -> bool:
@@ -70,7 +82,7 @@ def place(item: pytest.Item) -> int:
         return FIRST
     if item.get_closest_marker("awaits_lane_first") is not None:
         return AWAITING
-    return LANE_ORDER[_group(item)]
+    return LANE_ORDER.get(_group(item), LANE_ORDER[None])
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

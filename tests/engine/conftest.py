@@ -95,10 +95,16 @@ def engine(request: pytest.FixtureRequest) -> Engine:
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
 
 
-# `make test` holds delta-spark to the conformance suite through its Spark Connect server (the suite's
-# classic session is busy with the recipes then); the exhaustive tier on the classic session too.
+# The conformance suite holds delta-spark to the engine interface in the exhaustive tier, on the classic
+# session and through the Spark Connect server; `make test` holds the embedded engine to it, and executes
+# every op kind in every phase on delta-spark in the recipe cases, where the embedded engine is held against
+# delta-spark's end state (tests/engine/test_recipes_executed.py).
 @pytest.fixture(
-    params=["local", pytest.param("spark", marks=[JVM, EXHAUSTIVE]), pytest.param("connect", marks=JVM)]
+    params=[
+        "local",
+        pytest.param("spark", marks=[JVM, EXHAUSTIVE]),
+        pytest.param("connect", marks=[JVM, EXHAUSTIVE]),
+    ]
 )
 def every_engine(request: pytest.FixtureRequest) -> Engine:
     return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]

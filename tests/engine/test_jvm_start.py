@@ -46,18 +46,23 @@ print(len(failed), failed[:2])
 """
 
 
-def test_forks_from_a_process_with_a_connect_client_reach_exec(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k != GRPC_FORK_SUPPORT}
-    env |= {"PYTHONPATH": str(REPO), "RUST_LOG": "error"}
+def run_python(code: str, argument: Path, *, unset: str, env: dict[str, str]) -> str:
+    """`code` in a fresh interpreter, given `argument`, without the variable `unset`: what it printed."""
+    environment = {k: v for k, v in os.environ.items() if k != unset} | env | {"PYTHONPATH": str(REPO)}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(tmp_path / "wh")],
+        [sys.executable, "-c", code, str(argument)],
         capture_output=True,
         text=True,
-        env=env,
+        env=environment,
         timeout=300,
         check=True,
     )
-    count, _, samples = done.stdout.strip().partition(" ")
+    return done.stdout.strip()
+
+
+def test_forks_from_a_process_with_a_connect_client_reach_exec(tmp_path: Path) -> None:
+    out = run_python(CHILD, tmp_path / "wh", unset=GRPC_FORK_SUPPORT, env={"RUST_LOG": "error"})
+    count, _, samples = out.partition(" ")
     assert count == "0", f"{count} of {FORKS} forked children died before exec: {samples}"
 
 
@@ -102,17 +107,10 @@ def start_with_flaky_java(tmp_path: Path, failures: int) -> tuple[str, int]:
     counter = tmp_path / "starts"
     java.write_text(FLAKY_JAVA.format(counter=counter, failures=failures, java=real_java))
     java.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
-    env |= {"JAVA_HOME": str(java_home), "PYTHONPATH": str(REPO)}
-    done = subprocess.run(
-        [sys.executable, "-c", START, str(tmp_path / "jvm.log")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=True,
+    out = run_python(
+        START, tmp_path / "jvm.log", unset="PYSPARK_SUBMIT_ARGS", env={"JAVA_HOME": str(java_home)}
     )
-    return done.stdout.strip(), int(counter.read_text())
+    return out, int(counter.read_text())
 
 
 def test_a_jvm_that_dies_before_it_sends_its_port_is_started_again(tmp_path: Path) -> None:

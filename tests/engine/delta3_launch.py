@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.session_conf import CHILD_SUBMIT_ARGS, SUBMIT_ARGS
 from tests.xdist_lanes import shared_folder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -122,8 +123,6 @@ SHORT_RUN = 8
 
 
 def submit_args_for(cases: list[str]) -> str:
-    from tests.engine.session_conf import CHILD_SUBMIT_ARGS, SUBMIT_ARGS
-
     return CHILD_SUBMIT_ARGS if "all" not in cases and len(cases) <= SHORT_RUN else SUBMIT_ARGS
 
 

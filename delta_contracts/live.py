@@ -35,6 +35,11 @@ class LiveColumn:
     nullable: bool = True
     comment: str | None = None
     default: str | None = None  # SQL expression text Delta stores (CURRENT_DEFAULT)
+    # An identity column's ("always" | "by_default", start, step), from `delta.identity.*`
+    identity: tuple[str, int, int] | None = None
+    # The largest value Delta has assigned (None: it assigned none yet; given values never move it)
+    identity_high_water_mark: int | None = None
+    generated: str | None = None  # a generated column's expression (`delta.generationExpression`)
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,6 +107,15 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
     "change_clustering": ("minor", lambda d: d["table"].__setitem__("clustered_by", ["txn_date", "txn_id"])),
     # a last widening, then type widening off: the contract phase drops the feature (not on Delta 3)
     "type_widening_off": ("minor", _widening("int", "false")),
+    # a versioned copy of a table with an identity column: the ids are copied, new rows continue above them
+    "copy_identity": (
+        "major",
+        _set(
+            "txn_amt_paise",
+            type="int",
+            convert={"expression": "CAST(txn_amt_paise AS INT)", "inverse": "CAST(txn_amt_paise AS BIGINT)"},
+        ),
+    ),
 }
 
 
@@ -116,7 +125,10 @@ def _clustered(d: dict[str, Any]) -> None:
     d["table"].update(partitioned_by=[], clustered_by=["txn_date"])
 
 
+IDENTITY_COLUMN = {"name": "seq", "type": "bigint", "identity": {"generated": "by_default", "start": 1}}
+
 PREPARE: dict[str, Mutation] = {
+    "copy_identity": _add(IDENTITY_COLUMN),
     "widen_small_type": _set("attempts", type="smallint"),
     "drop_default": _set("status", default="OK"),
     "change_clustering": _clustered,

@@ -111,6 +111,7 @@ def test_exit_codes_are_the_documented_ones() -> None:
 # What each error means for the command it stops, in the words of docs/commands.md and README's table.
 MEANINGS = {
     "unusable input": [
+        "delta_contracts.plan.building.FeatureLossError",  # plan: a change would lose a declared feature
         "delta_contracts.errors.InputError",
         "delta_contracts.contract.errors.ContractError",  # a broken contract
         "delta_contracts.contract.types.TypeParseError",

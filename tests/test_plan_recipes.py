@@ -334,10 +334,14 @@ def test_every_migration_ends_with_a_stamp_before_contract() -> None:
         if migration.strategy == "in_place":
             assert after == [], recipe
         else:
-            assert after in (
+            # After the fence only what the fence's rows need: identities synced above them, the clustering
+            # keys an INSERT OVERWRITE reset declared again.
+            tail = [k for k in after if k not in ("sync_identity", "set_clustering")]
+            assert tail in (
                 ["create_view", "mark_deprecated", "catch_up_rows"],
                 ["rename_table", "create_view", "mark_deprecated", "catch_up_rows"],
             ), recipe
+            assert after[: len(tail)] == tail, recipe
 
 
 def test_planning_is_deterministic() -> None:

@@ -37,6 +37,7 @@ def plan_command(
 ) -> None:
     """Plan the Delta migration each contract change needs and write it under migrations/."""
     from delta_contracts.cli.common import load_valid_contracts, migrations_root
+    from delta_contracts.errors import ExitCode
     from delta_contracts.plan.migrations import (
         IntegrityError,
         load_history,
@@ -58,6 +59,7 @@ def plan_command(
     root = migrations_root(loaded, migrations)
     results: list[dict[str, object]] = []
     failed = False
+    refused_input = False
     for item in loaded.contracts:
         contract = item.contract
         folder = table_folder(root, contract.id)
@@ -80,6 +82,7 @@ def plan_command(
         except PlanError as err:
             entry.update(status="refused", message=str(err))
             failed = True
+            refused_input = refused_input or err.exit_code == ExitCode.BAD_INPUT
             continue
         if planned is None:
             entry.update(status="up to date")
@@ -103,6 +106,8 @@ def plan_command(
             status="written", files=[str(p) for p in written], warnings=list(planned.migration.warnings)
         )
     _print(results, fmt)
+    if refused_input:  # a change that would lose what the contract declares: refused as bad input
+        raise typer.Exit(int(ExitCode.BAD_INPUT))
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 

@@ -120,7 +120,14 @@ def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Targe
     for column in pairing.added:
         field = f"columns[{new_index[column.name.casefold()]}]"
         hint = _rename_hint(column, pairing.removed).replace("a rename of", "a rename from")
-        if column.nullable:
+        if column.identity is not None or column.generated is not None:
+            what = "identity" if column.identity is not None else "generated"
+            message = (
+                f"{what} column {column.name} added: Delta adds no identity or generated column to an "
+                "existing table, so it needs a new versioned table"
+            )
+            yield change("DC-AD204", message, field, None, column)
+        elif column.nullable:
             yield change(
                 "DC-AD201",
                 f"nullable column {column.name} {canonical_or_text(column.type)} added{hint}",
@@ -165,6 +172,17 @@ def _column(before: Column, after: Column, field: str, target: Target) -> Iterat
     if before.default != after.default:
         message = f"column {name} default {before.default!r} -> {after.default!r}"
         yield change("DC-MF108", message, f"{field}.default", before, after)
+    elif not same_text_expression(before.default_expression, after.default_expression):
+        message = f"column {name} default {before.default_expression} -> {after.default_expression}"
+        yield change("DC-MF108", message, f"{field}.default_expression", before, after)
+    if before.identity != after.identity:
+        message = f"column {name} identity {_identity_text(before)} -> {_identity_text(after)}"
+        yield change("DC-MF109", message, f"{field}.identity", before, after)
+    if not same_text_expression(before.generated, after.generated):
+        message = (
+            f"column {name} generated as {before.generated or 'nothing'} -> {after.generated or 'nothing'}"
+        )
+        yield change("DC-MF110", message, f"{field}.generated", before, after)
     if before.description != after.description:
         message = f"column {name} description changed"
         yield change("DC-DC605", message, f"{field}.description", before, after)
@@ -175,6 +193,20 @@ def _column(before: Column, after: Column, field: str, target: Target) -> Iterat
         message = f"column {name} deprecated since {after.deprecated.since}{replaced}"
         yield change("DC-LC701", message, f"{field}.deprecated", before, after)
     yield from _checks(before, after, f"{field}.checks")
+
+
+def _identity_text(column: Column) -> str:
+    identity = column.identity
+    if identity is None:
+        return "none"
+    return f"{identity.generated.value} (start {identity.start}, step {identity.step})"
+
+
+def same_text_expression(a: str | None, b: str | None) -> bool:
+    """Two optional SQL expressions the same after normalising (case, spacing, quotes)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return _same_expression(a, b)
 
 
 def _bound(

@@ -17,6 +17,7 @@ from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
     Condition,
+    IdentityCoversRows,
     NoRowsWhere,
     ViewDefined,
     holds,
@@ -179,6 +180,8 @@ class Engine(ABC):
             if self._described(condition.table, reads) is None:
                 return False
             return self.count_where(condition.table, condition.predicate) == 0
+        if isinstance(condition, IdentityCoversRows):
+            return self._identity_covers_rows(condition, reads)
         if isinstance(condition, AllOf):
             return all(self._holds(c, reads) for c in condition.conditions)
         if isinstance(condition, AnyOf):
@@ -188,6 +191,24 @@ class Engine(ABC):
         if not holds(condition, live, texts):
             return False
         return not isinstance(condition, ViewDefined) or self.view_types_current(condition.view)
+
+    def _identity_covers_rows(self, condition: IdentityCoversRows, reads: Reads) -> bool:
+        from sqlglot import exp
+
+        from delta_contracts.sql import expressions as x
+
+        live = self._described(condition.table, reads)
+        column = None if live is None else live.column(condition.column)
+        if column is None or column.identity is None:
+            return False
+        value = x.column(column.name)
+        if column.identity_high_water_mark is None:  # Delta assigned nothing yet: any value is beyond it
+            beyond: exp.Expr = exp.Not(this=exp.Is(this=value, expression=exp.Null()))
+        else:
+            mark = exp.Literal.number(column.identity_high_water_mark)
+            step = column.identity[2]
+            beyond = exp.GT(this=value, expression=mark) if step > 0 else exp.LT(this=value, expression=mark)
+        return self.count_where(condition.table, x.sql(beyond)) == 0
 
     def _described(self, table: TableId, reads: Reads) -> LiveTable | None:
         if table not in reads.tables:

@@ -17,6 +17,9 @@ the tool each op runs with. Facts measured with pysail 0.7.2, deltalake 1.6.6, d
 - Neither drops a table feature (delta-rs's `alter` has `add_feature` only).
 - Sail 0.7.2 has no `table_changes`, no CLUSTER BY, cannot write Change Data Feed tables, and stores CHECK
   expressions without identifier quotes.
+- Sail 0.7.2 creates and writes identity and generated columns (`GENERATED … AS IDENTITY`, `GENERATED ALWAYS
+  AS (…)`) and, unlike delta-spark, moves an identity's high-water mark past values a writer gives; it has no
+  `ALTER COLUMN … SYNC IDENTITY`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from delta_contracts.engine.local_routes import (
     is_column_mapped,
     known_to_sail_by_location_only,
     lacks_delta_rs_writer_features,
+    merges_into_identity_columns,
     names_needing_quotes,
     reads_change_data_feed,
     writer_features_delta_rs_lacks,
@@ -154,12 +158,18 @@ SAIL_MAPPING = _delta_spark(
     "Sail enables column mapping without giving fields physical names, and delta-rs cannot enable it"
 )
 NO_DROP_COLUMNS = _delta_spark("Sail and delta-rs have no DROP COLUMNS")
+NO_IDENTITY_MERGE = _refused(
+    "Sail 0.7.2 has no MERGE INTO a table with identity columns ('not yet supported'); use --engine spark"
+)
+NO_SYNC_IDENTITY = _delta_spark("Sail 0.7.2 has no ALTER COLUMN … SYNC IDENTITY")
 NO_DROP_FEATURE = _refused(
     "Sail 0.7.2 has no DROP FEATURE and delta-rs can only add table features; use --engine spark"
 )
 
 UNLESS_DELTA_RS_LACKS_FEATURES = Case(
-    lacks_delta_rs_writer_features, DELTA_RS_LACKS_FEATURES, detail=writer_features_delta_rs_lacks
+    lacks_delta_rs_writer_features,
+    DELTA_RS_LACKS_FEATURES,
+    detail=writer_features_delta_rs_lacks,
 )
 BY_DELTA_RS = Capability(Route(How.DELTA_RS), unless=(UNLESS_DELTA_RS_LACKS_FEATURES,))
 SAIL_ALTER_COLUMN = Capability(SQL, unless=(Case(known_to_sail_by_location_only, SAIL_ALTER_BY_LOCATION),))
@@ -192,6 +202,7 @@ LOCAL = EngineCapabilities(
         "widen_type": SAIL_ALTER_COLUMN,
         "set_properties": SAIL_PROPERTIES,
         "drop_feature": Capability(NO_DROP_FEATURE),
+        "sync_identity": Capability(NO_SYNC_IDENTITY),
         "mark_deprecated": SAIL_PROPERTIES,
         "stamp_contract": SAIL_PROPERTIES,
         "set_clustering": Capability(NO_CLUSTER_BY),
@@ -204,7 +215,13 @@ LOCAL = EngineCapabilities(
         "backfill": Capability(SQL),
         "last_catch_up": Capability(SQL),
         "copy_rows": Capability(SQL),
-        "catch_up_rows": Capability(SQL, unless=(Case(reads_change_data_feed, NO_CHANGE_DATA_FEED_READS),)),
+        "catch_up_rows": Capability(
+            SQL,
+            unless=(
+                Case(reads_change_data_feed, NO_CHANGE_DATA_FEED_READS),
+                Case(merges_into_identity_columns, NO_IDENTITY_MERGE),
+            ),
+        ),
         "rename_table": Capability(CATALOG),
         "create_view": Capability(SQL),  # CREATE OR REPLACE VIEW: Sail has no ALTER VIEW … AS
         "drop_columns": Capability(NO_DROP_COLUMNS),

@@ -90,6 +90,10 @@ def creates_clustered_table(op: Op, facts: TableFacts) -> bool:
     return isinstance(op, CreateTable) and bool(op.clustered_by)
 
 
+def merges_into_identity_columns(op: Op, facts: TableFacts) -> bool:
+    return isinstance(op, CatchUpRows) and "identityColumns" in facts.writer_features
+
+
 def reads_change_data_feed(op: Op, facts: TableFacts) -> bool:
     return isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED
 
@@ -118,6 +122,10 @@ def project(op: Op, facts: TableFacts, *, rewrites_registration: bool) -> TableF
         features = features_of(properties)
         if any(c.default is not None for c in op.columns):
             features.add("allowColumnDefaults")
+        if any(c.identity is not None for c in op.columns):
+            features.add("identityColumns")
+        if any(c.generated is not None for c in op.columns):
+            features.add("generatedColumns")
         return TableFacts(
             exists=True,
             writer_features=frozenset(features),

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import singledispatch
 from pathlib import Path
 
+from delta_contracts.contract.delta_properties import BOOKKEEPING_PROPERTIES
 from delta_contracts.engine.base import EngineError
 from delta_contracts.live import LiveTable
 from delta_contracts.plan.ops import (
@@ -34,14 +35,13 @@ from delta_contracts.plan.ops import (
     SetColumnDefault,
     SetProperties,
     SetTableComment,
+    SyncIdentity,
     WidenType,
 )
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 
-INTERNAL_PROPERTIES = frozenset(
-    {"delta.columnMapping.maxColumnId", "delta.minReaderVersion", "delta.minWriterVersion"}
-)
+INTERNAL_PROPERTIES = BOOKKEEPING_PROPERTIES | {"delta.minReaderVersion", "delta.minWriterVersion"}
 # The points a rewrite passes, in order; `on_step` is called after each (tests kill the process there).
 STEPS = ("journal", "staging-created", "staged", "retired", "swapped", "done")
 StepHook = Callable[[str], None]
@@ -60,7 +60,10 @@ class TableShape:
     @classmethod
     def of(cls, live: LiveTable) -> TableShape:
         return cls(
-            columns=tuple(ColumnSpec(c.name, c.type, c.nullable, c.comment, c.default) for c in live.columns),
+            columns=tuple(
+                ColumnSpec(c.name, c.type, c.nullable, c.comment, c.default, c.identity, c.generated)
+                for c in live.columns
+            ),
             properties={k: v for k, v in live.properties.items() if k not in INTERNAL_PROPERTIES},
             checks=dict(live.checks),
             partition_columns=live.partition_columns,
@@ -82,6 +85,12 @@ def reshape(op: Op, shape: TableShape) -> TableShape:
 @reshape.register
 def _(op: AddColumn, shape: TableShape) -> TableShape:
     return replace(shape, columns=(*shape.columns, replace(op.column, nullable=True, default=None)))
+
+
+@reshape.register
+def _(op: SyncIdentity, shape: TableShape) -> TableShape:
+    # The rebuild re-inserts every row through Sail, which moves the high-water mark past given values.
+    return shape
 
 
 @reshape.register

@@ -11,6 +11,24 @@ from delta_contracts.live import LiveColumn
 _PRIMITIVE = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint"}
 COMMENT_KEY = "comment"
 DEFAULT_KEY = "CURRENT_DEFAULT"
+IDENTITY_START = "delta.identity.start"
+IDENTITY_STEP = "delta.identity.step"
+IDENTITY_EXPLICIT_INSERT = "delta.identity.allowExplicitInsert"
+IDENTITY_HIGH_WATER_MARK = "delta.identity.highWaterMark"
+GENERATION_EXPRESSION = "delta.generationExpression"
+
+
+def identity_of(metadata: dict[str, Any]) -> tuple[str, int, int] | None:
+    """("always" | "by_default", start, step) of a field's metadata, or None when it is no identity column."""
+    if IDENTITY_START not in metadata:
+        return None
+    mode = "by_default" if metadata.get(IDENTITY_EXPLICIT_INSERT) else "always"
+    return mode, int(metadata[IDENTITY_START]), int(metadata.get(IDENTITY_STEP, 1))
+
+
+def high_water_mark(metadata: dict[str, Any]) -> int | None:
+    value = metadata.get(IDENTITY_HIGH_WATER_MARK)
+    return None if value is None else int(value)
 
 
 def type_sql(data_type: Any) -> str:
@@ -47,6 +65,9 @@ def columns_from_schema(schema: str | dict[str, Any]) -> tuple[LiveColumn, ...]:
                 nullable=bool(field.get("nullable", True)),
                 comment=metadata.get(COMMENT_KEY),
                 default=metadata.get(DEFAULT_KEY),
+                identity=identity_of(metadata),
+                identity_high_water_mark=high_water_mark(metadata),
+                generated=metadata.get(GENERATION_EXPRESSION),
             )
         )
     return tuple(columns)

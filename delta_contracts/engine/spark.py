@@ -23,7 +23,7 @@ from delta_contracts.engine.retry import Backoff, one_line, retrying
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
-from delta_contracts.live import Commit, LiveTable, TableId, commits_from_history
+from delta_contracts.live import Commit, LiveColumn, LiveTable, TableId, commits_from_history
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable
 from delta_contracts.plan.render import render
@@ -438,7 +438,7 @@ class SparkEngine(Engine):
         return LiveTable(
             name=str(table),
             location=info.location,
-            columns=columns_from_schema(self.spark.table(x.sql(x.table(table))).schema.json()),
+            columns=self._columns(table, info.location, properties),
             properties={
                 k: v for k, v in properties.configuration.items() if not k.startswith(CONSTRAINT_PREFIX)
             },
@@ -453,6 +453,33 @@ class SparkEngine(Engine):
             version=version,
             comment=info.comment,
         )
+
+    def _columns(self, table: TableId, location: str, properties: TableProperties) -> tuple[LiveColumn, ...]:
+        """The table's columns. Spark's schema of a Delta table leaves out the column metadata Delta keeps
+        for itself (identity, generation expressions: DeltaTableV2 removes it), so where the protocol allows
+        such columns it is read from the table's Delta log."""
+        schema = self.spark.table(x.sql(x.table(table))).schema.json()
+        may_have = {"identityColumns", "generatedColumns"} & set(properties.features)
+        if not may_have and properties.min_writer_version < 4:  # writer 4-6 imply generated columns
+            return columns_from_schema(schema)
+        return columns_from_schema(self._log_schema(table, location))
+
+    def _log_schema(self, table: TableId, location: str) -> str:
+        """The schema JSON in the table's Delta log, with every field's metadata: through delta-rs, or the
+        session's own DeltaLog on a classic session (object stores delta-rs has no credentials for)."""
+        try:
+            from deltalake import DeltaTable
+
+            return str(DeltaTable(location.removeprefix("file:")).schema().to_json())
+        except Exception as rs_error:
+            jvm = getattr(self.spark, "_jvm", None)
+            if jvm is None:
+                raise EngineError(
+                    f"{table}: cannot read the column metadata (identity, generated columns) of its Delta "
+                    f"log at {location}: {one_line(rs_error)}"
+                ) from rs_error
+            log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(self.spark._jsparkSession, location)
+            return str(log.unsafeVolatileSnapshot().schema().json())
 
     def views(self) -> Mapping[TableId, str]:
         # SHOW statements, not spark.catalog.listTables: that decodes its rows through an encoder which fails

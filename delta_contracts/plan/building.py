@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
 from delta_contracts.contract.types import canonical, parse_type, widens_to
-from delta_contracts.errors import FailedError
+from delta_contracts.errors import ExitCode, FailedError
 from delta_contracts.live import TableId
 from delta_contracts.plan.ops import (
     STAMP_ID,
@@ -36,6 +36,13 @@ class PlanError(FailedError, ValueError):
     """The change cannot be planned as declared (e.g. a versioned rewrite without a major bump)."""
 
 
+class FeatureLossError(PlanError):
+    """The change would lose a table feature the contract declares (an identity's values, …): refused before
+    anything changes, as bad input is."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 @dataclass(frozen=True, slots=True)
 class TableState:
     """Where the table stands before the migration: its physical table and the features already on."""
@@ -59,9 +66,26 @@ def initial_state(contract: Contract) -> TableState:
     return TableState(physical, tuple(sorted(contract.table.properties.items())))
 
 
+def default_sql(column: Column) -> str | None:
+    """The column's default as the SQL Delta stores: its literal `default`, or its `default_expression`."""
+    if column.default is not None:
+        return x.sql(x.literal(column.default))
+    if column.default_expression is not None:
+        return x.sql(x.parse(column.default_expression))
+    return None
+
+
 def column_spec(column: Column) -> ColumnSpec:
-    default = x.sql(x.literal(column.default)) if column.default is not None else None
-    return ColumnSpec(column.name, canonical(column.type), column.nullable, column.description, default)
+    identity = column.identity
+    return ColumnSpec(
+        column.name,
+        canonical(column.type),
+        column.nullable,
+        column.description,
+        default_sql(column),
+        None if identity is None else (identity.generated.value, identity.start, identity.step),
+        None if column.generated is None else x.sql(x.parse(column.generated)),
+    )
 
 
 @dataclass
@@ -108,7 +132,7 @@ def gate_for(contract: Contract, objects: list[str], deprecated_by: str) -> Gate
 
 def create_properties(contract: Contract) -> tuple[tuple[str, str], ...]:
     props = dict(contract.table.properties)
-    if any(c.default is not None for c in contract.columns):
+    if any(default_sql(c) is not None for c in contract.columns):
         props.setdefault(*COLUMN_DEFAULTS)
     return tuple(sorted(props.items()))
 

@@ -309,8 +309,9 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
 
 
 def _latest_changes(op: CatchUpRows, start_version: int | None) -> exp.Select:
-    """The last change of each key since `start_version` (pre-images left out), in the new table's shape,
-    with its change type. In one commit a key deleted and inserted again (an overwrite) counts as inserted."""
+    """The last change of each key since `start_version`, in the new table's shape, with its change type (an
+    update's pre-image counts as a delete of its key). In one commit a key deleted and inserted again (an
+    overwrite, an update that kept its key) counts as inserted."""
     start: exp.Expr = (
         exp.Placeholder(this=START_VERSION) if start_version is None else exp.Literal.number(start_version)
     )
@@ -321,31 +322,38 @@ def _latest_changes(op: CatchUpRows, start_version: int | None) -> exp.Select:
             expressions=[exp.Literal.string(x.sql(x.table(op.source))), start],
         )
     )
-    change_type = x.column("_change_type")
-    is_delete = exp.EQ(this=change_type.copy(), expression=exp.Literal.string("delete"))
-    shaped = (
-        exp.Select(
-            expressions=[
-                *(exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.mapping),
-                exp.Alias(this=change_type, alias=x.ident(CHANGE_TYPE)),
-                exp.Alias(
-                    this=exp.Window(
-                        this=exp.RowNumber(),
-                        partition_by=[x.parse(dict(op.mapping)[k]) for k in op.key],
-                        order=exp.Order(
-                            expressions=[
-                                exp.Ordered(this=x.column("_commit_version"), desc=True),
-                                exp.Ordered(this=is_delete),
-                            ]
-                        ),
-                    ),
-                    alias=x.ident(CHANGE_RANK),
-                ),
-            ]
-        )
-        .from_(feed)
-        .where(exp.NEQ(this=change_type.copy(), expression=exp.Literal.string("update_preimage")))
+    # An update's pre-image is the end of the row it shows: a delete of its key, which the post-image of the
+    # same commit outranks when the key stayed (a key that changed, `SET k = k + 1000`, is gone otherwise).
+    raw_type = x.column("_change_type")
+    change_type = exp.Case(
+        ifs=[
+            exp.If(
+                this=exp.EQ(this=raw_type.copy(), expression=exp.Literal.string("update_preimage")),
+                true=exp.Literal.string("delete"),
+            )
+        ],
+        default=raw_type.copy(),
     )
+    is_delete = exp.EQ(this=change_type.copy(), expression=exp.Literal.string("delete"))
+    shaped = exp.Select(
+        expressions=[
+            *(exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.mapping),
+            exp.Alias(this=change_type, alias=x.ident(CHANGE_TYPE)),
+            exp.Alias(
+                this=exp.Window(
+                    this=exp.RowNumber(),
+                    partition_by=[x.parse(dict(op.mapping)[k]) for k in op.key],
+                    order=exp.Order(
+                        expressions=[
+                            exp.Ordered(this=x.column("_commit_version"), desc=True),
+                            exp.Ordered(this=is_delete),
+                        ]
+                    ),
+                ),
+                alias=x.ident(CHANGE_RANK),
+            ),
+        ]
+    ).from_(feed)
     names = [x.column(name) for name, _ in op.mapping]
     return (
         exp.Select(expressions=[*names, x.column(CHANGE_TYPE)])

@@ -136,6 +136,15 @@ class NoRowsWhere:
 
 
 @dataclass(frozen=True, slots=True)
+class IdentityCoversRows:
+    """Data condition: no value of the identity column lies beyond Delta's high-water mark (above it for a
+    positive step), so the next value Delta assigns is one no row holds."""
+
+    table: TableId
+    column: str
+
+
+@dataclass(frozen=True, slots=True)
 class AllOf:
     conditions: tuple[Condition, ...]
 
@@ -165,6 +174,7 @@ Condition = (
     | TableCommentIs
     | StampedAfter
     | NoRowsWhere
+    | IdentityCoversRows
     | AllOf
     | AnyOf
 )
@@ -183,7 +193,7 @@ def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapp
             return table not in tables  # a view of that name is not the table (the alias after a rename)
         case ViewDefined(view, query):
             return view in views and same_expression(views[view], query)
-        case NoRowsWhere():
+        case NoRowsWhere() | IdentityCoversRows():
             raise ValueError(f"{condition} needs a query: the engine evaluates it")
     live = tables.get(condition.table)
     if isinstance(condition, TableCondition):

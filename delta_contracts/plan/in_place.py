@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import canonical, parse_type
@@ -22,9 +22,11 @@ from delta_contracts.plan.building import (
     alias_view,
     column_spec,
     converted,
+    default_sql,
     gate_for,
     stamp_op,
 )
+from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.ops import (
     AddColumn,
     Backfill,
@@ -67,6 +69,8 @@ class _Context:
     t: TableId
     target: Target
     props: dict[str, str]
+    # renamed columns whose default is set only after the old column is dropped (`_renamed_column`)
+    defaults_after_drop: list[Column] = field(default_factory=list)
 
     def enable(self, prop: tuple[str, str], why: str) -> None:
         if self.props.get(prop[0]) == prop[1]:
@@ -115,6 +119,8 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
         _added_column(b, t, column, target, ctx.enable)
     for before, after in pairing.renamed:
         _renamed_column(ctx, before, after)
+    _clustering(ctx, comparison)
+    _change_feed_warnings(ctx, old, going, bool(pairing.renamed))
     _new_rules(ctx, old, new, widened)
     _deprecation_marks(ctx, old, new, going)
     for op in relax:
@@ -127,6 +133,16 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     if widening_off:
         _type_widening_off(ctx, new)
     _contract_phase(ctx, new, going, copies)
+    for column in ctx.defaults_after_drop:
+        b.add(
+            SetColumnDefault(
+                table=t,
+                phase=Phase.CONTRACT,
+                column=column.name,
+                default=default_sql(column) or "",
+                reason="renamed column's default, once old producers cannot write",
+            )
+        )
     if t != new.table_parts:
         _repoint_alias(b, new, t, [c.name for c in going], target)
     _cost_warnings(ctx)
@@ -158,15 +174,37 @@ def _table_layout(ctx: _Context, comparison: Comparison, held_back: frozenset[st
         b.add(
             SetTableComment(table=t, phase=Phase.EXPAND, comment=new.description, reason="table description")
         )
-    if comparison.having("DC-TB402"):
-        b.add(
-            SetClustering(
-                table=t, phase=Phase.EXPAND, columns=new.table.clustered_by, reason="clustering keys"
-            )
+
+
+def _clustering(ctx: _Context, comparison: Comparison) -> None:
+    """New clustering keys, once every column they name exists (Delta refuses CLUSTER BY on a column the
+    table lacks, DELTA_COLUMN_NOT_FOUND_IN_SCHEMA): emitted after the expand phase's ADD COLUMNS."""
+    b, t, new = ctx.b, ctx.t, comparison.new
+    if not comparison.having("DC-TB402"):
+        return
+    b.add(
+        SetClustering(table=t, phase=Phase.EXPAND, columns=new.table.clustered_by, reason="clustering keys")
+    )
+    if ctx.target is Target.DELTA_3:
+        b.warn(f"{t}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target")
+    b.warn(f"{t}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files")
+
+
+def _change_feed_warnings(ctx: _Context, old: Contract, going: list[Column], renamed: bool) -> None:
+    """What a rename or drop in place does to the table's Change Data Feed consumers."""
+    on = {**old.table.properties, **ctx.props}.get(CHANGE_DATA_FEED, "false").lower() == "true"
+    if not on or not going:
+        return
+    ctx.b.warn(
+        f"{ctx.t}: Change Data Feed consumers (table_changes, readChangeFeed) fail on a range that spans the "
+        "drop of a column (DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE): move them past the drop's "
+        "version, reading the versions before it in a separate range"
+    )
+    if renamed:
+        ctx.b.warn(
+            f"{ctx.t}: the rename's backfill (UPDATE) writes an update_preimage and an update_postimage of "
+            "every row into the Change Data Feed"
         )
-        if ctx.target is Target.DELTA_3:
-            b.warn(f"{t}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target")
-        b.warn(f"{t}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files")
 
 
 def _old_rules(
@@ -218,11 +256,12 @@ def _old_rules(
 def _renamed_column(ctx: _Context, before: Column, after: Column) -> None:
     """A rename in place: add the new column, copy, catch up at cutover; the old one is dropped later."""
     b, t = ctx.b, ctx.t
-    if after.default is not None:
-        ctx.enable(COLUMN_DEFAULTS, "column defaults")
     b.add(AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}"))
-    if after.default is not None:
-        _set_default(b, t, after, ctx.enable)
+    if default_sql(after) is not None:
+        # Not before the old column is dropped: an old producer's row would get the default in the new
+        # column, and the catch-up (`WHERE new IS NULL`) would then never copy the value it wrote.
+        ctx.enable(COLUMN_DEFAULTS, "column defaults")
+        ctx.defaults_after_drop.append(after)
     fill = Backfill(
         table=t,
         phase=Phase.POPULATE,

@@ -30,6 +30,7 @@ from delta_contracts.plan.conditions import (
     ColumnPresent,
     ColumnTypeIs,
     Condition,
+    IdentityCoversRows,
     NoRowsWhere,
     PropertiesSet,
     StampedAfter,
@@ -88,6 +89,13 @@ class ColumnSpec:
     nullable: bool = True
     comment: str | None = None
     default: str | None = None  # SQL expression text
+    # ("always" | "by_default", start, step) of an identity column; its START is where the values continue
+    identity: tuple[str, int, int] | None = None
+    generated: str | None = None  # a generated column's expression (SQL text)
+
+
+# ColumnSpec fields a migration file holds only when set: files written before they existed stay as they are.
+COLUMN_SPEC_OPTIONAL = ("identity", "generated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +332,22 @@ class FeatureAbsent(TableCondition):
     def holds_on(self, live: LiveTable) -> bool:
         listed = (*live.reader_features, *live.writer_features)
         return self.feature.casefold() not in {f.casefold() for f in listed}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncIdentity(Op):
+    """ALTER TABLE … ALTER COLUMN c SYNC IDENTITY: after rows were copied into a new table with their identity
+    values (explicit values leave Delta's high-water mark where it was), the values Delta assigns next
+    continue above the largest one the table holds. It runs whenever a row holds a value beyond the mark."""
+
+    kind: ClassVar[str] = "sync_identity"
+    column: str
+
+    def postcondition(self) -> Condition:
+        return IdentityCoversRows(self.table, self.column)
+
+    def summary(self) -> str:
+        return f"continue identity {self.column} above its largest value"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

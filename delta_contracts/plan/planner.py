@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from delta_contracts.contract.model import Contract, Versioning, semver_tuple
+from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
 from delta_contracts.contract.types import canonical
 from delta_contracts.diff.compare import Comparison, compare
 from delta_contracts.diff.policy import refusals, verdict
@@ -110,6 +110,11 @@ def _versioned_reasons(comparison: Comparison) -> list[str]:
         )
     if comparison.switches_to_versioned:
         reasons.append("the contract switches to versioned tables")
+    # Delta's ALTER TABLE neither adds an identity or generated column nor changes one.
+    for found in comparison.having("DC-AD204", "DC-MF109", "DC-MF110"):
+        column = found.after if isinstance(found.after, Column) else None
+        name = column.name if column is not None else found.field
+        reasons.append(f"{name}: Delta cannot add or alter an identity or generated column in place")
     return reasons
 
 

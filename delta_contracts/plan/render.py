@@ -29,6 +29,7 @@ from delta_contracts.plan.ops import (
     SetNotNull,
     SetProperties,
     SetTableComment,
+    SyncIdentity,
     WidenType,
 )
 from delta_contracts.sql import expressions as x
@@ -56,6 +57,15 @@ def column_def(spec: ColumnSpec, *, with_constraints: bool) -> exp.ColumnDef:
         constraints.append(exp.ColumnConstraint(kind=exp.NotNullColumnConstraint()))
     if with_constraints and spec.default is not None:
         constraints.append(exp.ColumnConstraint(kind=exp.DefaultColumnConstraint(this=x.parse(spec.default))))
+    if with_constraints and spec.identity is not None:
+        mode, start, step = spec.identity
+        identity = exp.GeneratedAsIdentityColumnConstraint(
+            this=mode == "always", start=exp.Literal.number(start), increment=exp.Literal.number(step)
+        )
+        constraints.append(exp.ColumnConstraint(kind=identity))
+    if with_constraints and spec.generated is not None:
+        generated = exp.GeneratedAsIdentityColumnConstraint(this=True, expression=x.parse(spec.generated))
+        constraints.append(exp.ColumnConstraint(kind=generated))
     if spec.comment is not None:
         constraints.append(
             exp.ColumnConstraint(kind=exp.CommentColumnConstraint(this=exp.Literal.string(spec.comment)))
@@ -128,6 +138,11 @@ def _(op: DropFeature) -> exp.Expr:
     # sqlglot has no node of its own for Delta's DROP FEATURE; its DROP action names the kind (as for DROP
     # CONSTRAINT) and quotes the feature name, an identifier in Delta's grammar (`featureNameValue`).
     return _alter(op, exp.Drop(tables=[exp.Table(this=x.ident(op.feature))], kind="FEATURE"))
+
+
+@build.register
+def _(op: SyncIdentity) -> exp.Expr:
+    return _alter(op, x.SyncIdentity(this=x.ident(op.column)))
 
 
 @build.register

@@ -9,7 +9,16 @@ from typing import Any
 # Every module that defines ops besides `ops` is imported here, so that its op classes have registered
 # themselves before a migration file's kinds are looked up.
 import delta_contracts.plan.catch_up  # noqa: F401
-from delta_contracts.plan.ops import ColumnSpec, Gate, Migration, Op, Phase, op_class, registered_ops
+from delta_contracts.plan.ops import (
+    COLUMN_SPEC_OPTIONAL,
+    ColumnSpec,
+    Gate,
+    Migration,
+    Op,
+    Phase,
+    op_class,
+    registered_ops,
+)
 from delta_contracts.tableid import TableId
 
 
@@ -21,6 +30,12 @@ def known_ops() -> Mapping[str, type[Op]]:
 def _plain(value: Any) -> Any:
     if isinstance(value, Phase):
         return value.value
+    if isinstance(value, ColumnSpec):
+        return {
+            f.name: _plain(getattr(value, f.name))
+            for f in dataclasses.fields(value)
+            if f.name not in COLUMN_SPEC_OPTIONAL or getattr(value, f.name) is not None
+        }
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple | list):
@@ -50,12 +65,16 @@ def op_from_data(data: dict[str, Any]) -> Op:
         elif name == "gate":
             out[name] = Gate(**{k: _tuples(v) for k, v in value.items()})
         elif name == "column" and isinstance(value, dict):
-            out[name] = ColumnSpec(**value)
+            out[name] = _column_spec(value)
         elif name == "columns" and value and isinstance(value[0], dict):
-            out[name] = tuple(ColumnSpec(**v) for v in value)
+            out[name] = tuple(_column_spec(v) for v in value)
         else:
             out[name] = _tuples(value)
     return cls(**out)
+
+
+def _column_spec(data: dict[str, Any]) -> ColumnSpec:
+    return ColumnSpec(**{k: _tuples(v) for k, v in data.items()})
 
 
 def migration_to_data(migration: Migration) -> dict[str, Any]:

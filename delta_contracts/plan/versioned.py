@@ -4,25 +4,34 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from delta_contracts.contract.model import Contract, Versioning
+from delta_contracts.contract.model import Contract, IdentityGeneration, Versioning
 from delta_contracts.contract.pairing import ColumnPairing
 from delta_contracts.contract.types import canonical
 from delta_contracts.diff.compare import Comparison
+from delta_contracts.live import TableId
 from delta_contracts.plan.building import (
     Builder,
+    FeatureLossError,
     PlanError,
     TableState,
     alias_view,
     converted,
     create_ops,
     create_properties,
+    default_sql,
     gate_for,
     initial_state,
     lossless_cast,
     stamp_op,
     versioned_name,
 )
-from delta_contracts.plan.catch_up import CatchUpRows, choose_catch_up, fence_catch_up, left_behind
+from delta_contracts.plan.catch_up import (
+    CHANGE_DATA_FEED,
+    CatchUpRows,
+    choose_catch_up,
+    fence_catch_up,
+    left_behind,
+)
 from delta_contracts.plan.ops import (
     CopyRows,
     CreateView,
@@ -31,11 +40,15 @@ from delta_contracts.plan.ops import (
     Migration,
     Phase,
     RenameTable,
+    SetClustering,
+    SyncIdentity,
     violation_predicate,
 )
 from delta_contracts.plan.rules import contract_rules
 from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
+
+ROW_TRACKING = "delta.enableRowTracking"
 
 
 def plan_create(new: Contract, target: Target) -> tuple[Migration, TableState]:
@@ -67,6 +80,7 @@ def plan_versioned(
     for op in create_ops(new, new_physical, Phase.EXPAND):
         b.add(op)
     mapping = copy_mapping(pairing, new)
+    identities = _copied_identities(pairing, new)
     copy = CopyRows(
         table=new_physical,
         phase=Phase.POPULATE,
@@ -77,6 +91,8 @@ def plan_versioned(
     )
     catch_up = choose_catch_up(copy, new, state.properties)
     b.add(replace(copy, rejects=catch_up.copy_rejects))
+    for column in identities:
+        b.add(SyncIdentity(table=new_physical, phase=Phase.POPULATE, column=column, reason="after the copy"))
     b.add(catch_up.op)
     if catch_up.warning is not None:
         b.warn(catch_up.warning)
@@ -120,6 +136,24 @@ def plan_versioned(
     assert isinstance(bulk, CatchUpRows | CopyRows)
     fence = fence_catch_up(bulk, retired)
     b.add(fence)
+    for column in identities:
+        b.add(SyncIdentity(table=new_physical, phase=Phase.CUTOVER, column=column, reason="after the fence"))
+        b.warn(
+            f"{new_physical}: identity {column} is synced above the copied values after the fence; a row a "
+            "producer inserts into it before then without an id may get one the old table also gave"
+        )
+    if new.table.clustered_by:
+        # INSERT OVERWRITE (the copy; a re-copy at cutover) resets the `delta.clustering` domain to no
+        # columns: the keys are declared again once no overwrite follows.
+        b.add(
+            SetClustering(
+                table=new_physical,
+                phase=Phase.CUTOVER,
+                columns=new.table.clustered_by,
+                reason="clustering keys again after the copy",
+            )
+        )
+    _feature_warnings(b, old, new, state, new_physical)
     b.add(
         DropTable(
             table=retired,
@@ -153,14 +187,54 @@ def plan_versioned(
     return migration, after_state
 
 
+def _copied_identities(pairing: ColumnPairing, new: Contract) -> tuple[str, ...]:
+    """The new table's identity columns the copy gives values (their ids are kept), refusing where Delta
+    cannot take them: a GENERATED ALWAYS identity refuses every given value."""
+    copied = []
+    for before, after in pairing.matched:
+        if after.identity is None:
+            continue
+        if after.identity.generated is IdentityGeneration.ALWAYS:
+            raise FeatureLossError(
+                f"{new.id}: column {after.name} is GENERATED ALWAYS AS IDENTITY: Delta refuses given values "
+                "for it (DELTA_IDENTITY_COLUMNS_EXPLICIT_INSERT_NOT_SUPPORTED), so a copy into a new "
+                f"versioned table would renumber every row of {before.name}. Declare "
+                "`identity: {generated: by_default}` for the new version (the ids are copied and new rows "
+                "still get the next one), or make the change in place"
+            )
+        copied.append(after.name)
+    return tuple(copied)
+
+
+def _feature_warnings(
+    b: Builder, old: Contract, new: Contract, state: TableState, new_physical: TableId
+) -> None:
+    """What no copy into a new table keeps, said in the plan."""
+    props = {**dict(state.properties), **old.table.properties}
+    if props.get(CHANGE_DATA_FEED, "false").lower() == "true":
+        b.warn(
+            f"{new.id}: Change Data Feed consumers (table_changes, readChangeFeed) read a table, not the "
+            f"alias view: after cutover read the feed of {new_physical} (the copy is its version 1 insert); "
+            "the old table's feed ends at the cutover"
+        )
+    if props.get(ROW_TRACKING, "false").lower() == "true":
+        b.warn(
+            f"{new.id}: row tracking restarts in {new_physical}: every row gets a new row id "
+            "(_metadata.row_id) and row commit version; consumers keyed on them must re-read"
+        )
+
+
 def copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str], ...]:
     """Each new column as an expression over the old table: the column, a lossless CAST, the contract's
-    conversion, its default or fill, or NULL for a nullable column; anything else is refused."""
+    conversion, its default or fill, or NULL for a nullable column; anything else is refused. Columns Delta
+    computes itself are left out: a generated column, and an identity column the old table lacked."""
     sources = {after.name: before for before, after in pairing.matched}
     mapping = []
     for column in new.columns:
         to_type = canonical(column.type)
         before = sources.get(column.name)
+        if column.generated is not None or (column.identity is not None and before is None):
+            continue
         if before is not None and lossless_cast(before.type, column.type):
             mapping.append((column.name, converted(before.name, before.type, column.type)))
         elif before is not None:
@@ -176,8 +250,8 @@ def copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str]
                 "no such value); nothing was copied"
             )
             mapping.append((column.name, x.refusing_loss(column.convert.expression, to_type, message)))
-        elif column.default is not None:
-            mapping.append((column.name, x.sql(x.cast(x.literal(column.default), to_type))))
+        elif (default := default_sql(column)) is not None:
+            mapping.append((column.name, x.cast_text(default, to_type)))
         elif column.fill is not None:
             mapping.append((column.name, x.cast_text(column.fill, to_type)))
         elif column.nullable:

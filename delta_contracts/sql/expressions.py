@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime
+from typing import ClassVar
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel
+from sqlglot.generator import Generator
 
 from delta_contracts.sql.dialect import DIALECT
 
@@ -45,6 +48,20 @@ def literal(value: object) -> exp.Expr:
     if isinstance(value, date):
         return exp.Cast(this=exp.Literal.string(value.isoformat()), to=data_type("date"))
     return exp.Literal.string(str(value))
+
+
+class SyncIdentity(exp.Expression):
+    """Delta's `ALTER COLUMN c SYNC IDENTITY` action (no sqlglot node of its own): raises the identity
+    column's high-water mark to the largest value its rows hold."""
+
+    arg_types: ClassVar[dict[str, bool]] = {"this": True}
+
+
+def _sync_identity_sql(generator: Generator, expression: SyncIdentity) -> str:
+    return f"ALTER COLUMN {generator.sql(expression, 'this')} SYNC IDENTITY"
+
+
+Dialect.get_or_raise(DIALECT).generator_class.TRANSFORMS[SyncIdentity] = _sync_identity_sql
 
 
 def sql(expression: exp.Expr, *, strict: bool = True) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import itertools
 import time
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -152,8 +153,23 @@ def wait_past_the_clock_margin(engine: Engine, table: tuple[str, ...], timeout: 
         time.sleep(0.01)
 
 
+def produce_a_key_change(engine: Engine, table: tuple[str, ...]) -> None:
+    """A producer that moves a row to another key: `UPDATE … SET txn_id = 't9' WHERE txn_id = 't4'`."""
+    where = exp.EQ(this=x.column("txn_id"), expression=x.literal("t4"))
+    update = exp.Update(
+        this=x.table(table),
+        expressions=[exp.EQ(this=x.column("txn_id"), expression=x.literal("t9"))],
+        where=exp.Where(this=where),
+    )
+    engine.sql(x.sql(update))
+
+
 def catch_up_case(
-    engine: Engine, properties: dict[str, str] | None = None, *, keyed: bool = True
+    engine: Engine,
+    properties: dict[str, str] | None = None,
+    *,
+    keyed: bool = True,
+    producer: Callable[[Engine, tuple[str, ...]], None] = produce,
 ) -> dict[str, Any]:
     """Create, fill, populate, produce, then cutover; the catch-up commit's metrics (first and second run),
     the new table's data files before and after it, and the rows read through the name against those the
@@ -172,7 +188,7 @@ def catch_up_case(
     catch_up = next(op for op in migration.ops if isinstance(op, CatchUpRows))
     for op in (*migration.phase(Phase.EXPAND), *migration.phase(Phase.POPULATE)):
         engine.apply_op(op)
-    produce(engine, state.physical)
+    producer(engine, state.physical)
     expected = checksum(
         expected_rows(old, new, engine.sql(x.sql(exp.select("*").from_(x.table(state.physical)))))
     )
@@ -222,6 +238,16 @@ def test_change_feed_reads_only_the_changes(spark_engine: Engine) -> None:
     # The source is the latest change of each changed key (t2, t3, t5), not the old table's 4 rows.
     assert int(first["operationMetrics"]["numSourceRows"]) == 3, first["operationMetrics"]
     assert_wrote_nothing(first, second)
+    assert run["served"] == run["expected"]
+
+
+def test_change_feed_follows_an_update_of_the_key(spark_engine: Engine) -> None:
+    """Issue 36, item 6a: the pre-image of key t4 ends that key; without it both t4 and t9 stood."""
+    feed = {"delta.enableChangeDataFeed": "true"}
+    run = catch_up_case(spark_engine, feed, producer=produce_a_key_change)
+    assert run["op"].strategy is CatchUpStrategy.CHANGE_FEED
+    metrics = {k: int(v) for k, v in run["first"]["operationMetrics"].items() if k.startswith("numTarget")}
+    assert metrics["numTargetRowsInserted"] == 1 and metrics["numTargetRowsDeleted"] == 1, metrics
     assert run["served"] == run["expected"]
 
 

@@ -165,6 +165,8 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
     ("set_property", "versioned"): "change data feed",
     ("type_widening_off", "in_place"): "DROP FEATURE",
     ("type_widening_off", "versioned"): "DROP FEATURE",
+    ("copy_identity", "in_place"): "MERGE INTO a table with identity columns",
+    ("copy_identity", "versioned"): "MERGE INTO a table with identity columns",
 }
 
 

@@ -1,7 +1,8 @@
 """Adopting a table that has no contract: the contract its Delta log describes, and a baseline migration.
 
-`contract_data` reads columns, types, nullability, comments, defaults, CHECK constraints, partitioning,
-clustering, properties and the contract stamp (id, version, deprecation marks, and the JSON in
+`contract_data` reads columns, types, nullability, comments, defaults (literal or expression), identity and
+generated columns, CHECK constraints, partitioning, clustering, properties (not Delta's own bookkeeping, see
+`contract.delta_properties`) and the contract stamp (id, version, deprecation marks, and the JSON in
 `delta_contracts.contract` holding what no DDL can: owner, consumers, tags, quality, evolution) from a live
 table. A CHECK becomes a column rule (`checks.min`, …) only when rendering that rule gives back the same
 expression, so nothing is guessed; every other CHECK stays a table constraint under its own name.
@@ -20,6 +21,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+from delta_contracts.contract.delta_properties import is_bookkeeping
 from delta_contracts.contract.model import Checks, Column, Contract
 from delta_contracts.live import LiveColumn, LiveTable, TableId
 from delta_contracts.plan.building import TableState, stamp_op
@@ -56,7 +58,7 @@ def contract_properties(live: LiveTable) -> dict[str, str]:
     return {
         key: value
         for key, value in sorted(live.properties.items())
-        if not key.startswith(_NOT_CONTRACT_PROPERTIES) and key not in _INTERNAL
+        if not key.startswith(_NOT_CONTRACT_PROPERTIES) and key not in _INTERNAL and not is_bookkeeping(key)
     }
 
 
@@ -141,9 +143,19 @@ def _column(live: LiveColumn, checks: dict[str, str], notes: list[str]) -> dict[
     if live.default is not None:
         value = literal_value(live.default)
         if value is _MISSING:
-            notes.append(f"{name}: default {live.default} is an expression; a contract default is a literal")
+            column["default_expression"] = live.default
         else:
             column["default"] = value
+    if live.identity is not None:
+        mode, start, step = live.identity
+        column["identity"] = {"generated": mode, "start": start, "step": step}
+        if live.identity_high_water_mark is not None:
+            notes.append(
+                f"{name}: identity high-water mark {live.identity_high_water_mark} (Delta's own, not in the "
+                "contract: a copy into a new table continues above the values it copies)"
+            )
+    if live.generated is not None:
+        column["generated"] = live.generated
     rules: dict[str, Any] = {}
     for kind in RULE_KINDS:
         expression = _take(checks, f"{name}_{kind}")

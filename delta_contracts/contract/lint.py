@@ -18,6 +18,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 
+from delta_contracts.contract.delta_properties import is_bookkeeping
 from delta_contracts.contract.errors import Problem, Severity, first_line, plain
 from delta_contracts.contract.load import LoadedContract
 from delta_contracts.contract.model import Column, Contract, printable
@@ -27,6 +28,7 @@ from delta_contracts.contract.types import (
     PrimitiveType,
     SparkType,
     TypeParseError,
+    canonical_or_text,
     is_numeric,
     is_string,
     parse_type,
@@ -60,6 +62,14 @@ _BOOLEAN_NODES = (
 
 def column_mapping_enabled(contract: Contract) -> bool:
     return contract.table.properties.get("delta.columnMapping.mode", "none") in {"name", "id"}
+
+
+def parse_expression(text: str) -> exp.Expr:
+    """A Spark SQL expression (a generation expression, a default), or ValueError saying why not."""
+    try:
+        return sqlglot.parse_one(text, read=DIALECT)
+    except (ParseError, TokenError) as err:
+        raise ValueError(f"not a valid Spark SQL expression: {first_line(err)}") from None
 
 
 def parse_boolean_expression(text: str) -> exp.Expr:
@@ -364,6 +374,59 @@ def _properties(loaded: LoadedContract) -> Iterator[Problem]:
             yield _finding(
                 loaded, where, "CHECK constraints go under `constraints:`, not properties", "DC-L013"
             )
+        if is_bookkeeping(key):
+            message = (
+                f"'{key}' is Delta's own bookkeeping, set by Delta for this one table: "
+                "a contract never declares it (remove it)"
+            )
+            yield _finding(loaded, where, message, "DC-L013")
+
+
+@checker
+def _generated_values(loaded: LoadedContract) -> Iterator[Problem]:
+    """Identity, generated columns and defaults: what Delta accepts of each, and of them together."""
+    c = loaded.contract
+    names = _column_names(c)
+    partition = {n.casefold() for n in c.table.partitioned_by}
+    for i, column in enumerate(c.columns):
+        where = ("columns", i)
+        ways = [
+            w
+            for w, value in (
+                ("default", column.default),
+                ("default_expression", column.default_expression),
+                ("identity", column.identity),
+                ("generated", column.generated),
+            )
+            if value is not None
+        ]
+        if len(ways) > 1:
+            message = f"a column takes its value one way: {' and '.join(ways)} together"
+            yield _finding(loaded, (*where, ways[1]), message, "DC-L018")
+        if column.identity is not None:
+            if canonical_or_text(column.type) != "bigint":
+                message = f"an identity column is bigint in Delta, not {column.type}"
+                yield _finding(loaded, (*where, "type"), message, "DC-L018")
+            if column.identity.step == 0:
+                yield _finding(loaded, (*where, "identity", "step"), "step must not be 0", "DC-L018")
+            if column.name.casefold() in partition:
+                message = "Delta refuses an identity column as a partition column"
+                yield _finding(loaded, (*where, "identity"), message, "DC-L018")
+        for key in ("generated", "default_expression"):
+            text = getattr(column, key)
+            if text is None:
+                continue
+            try:
+                parsed = parse_expression(text)
+            except ValueError as err:
+                yield _finding(loaded, (*where, key), str(err), "DC-L018")
+                continue
+            for ref in parsed.find_all(exp.Column):
+                if ref.name.casefold() not in names:
+                    yield _finding(loaded, (*where, key), f"'{ref.name}' is not a column", "DC-L018")
+                elif key == "generated" and ref.name.casefold() == column.name.casefold():
+                    message = "a generated column cannot read itself"
+                    yield _finding(loaded, (*where, key), message, "DC-L018")
 
 
 @checker

@@ -79,6 +79,10 @@ class CatchUpRows(Op):
     partition_by: tuple[str, ...] = ()  # the new table's partition columns (partitions strategy only)
     strategy: CatchUpStrategy = CatchUpStrategy.MERGE_ON_KEY
     rejects: str | None = None  # as CopyRows: source rows the new table must not receive
+    # Columns the MERGE never updates: identity columns (Delta refuses an UPDATE of one, and a row keeps its
+    # id). Written to migration files only when set, so files from before stay byte for byte.
+    kept: tuple[str, ...] = ()
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("kept",)
 
     def __post_init__(self) -> None:
         Op.__post_init__(self)
@@ -168,6 +172,7 @@ def choose_catch_up(
             key=key,
             strategy=strategy,
             rejects=rejects,
+            kept=tuple(c.name for c in new.columns if c.identity is not None and c.name in by_source),
             reason="catch rows written since populate",
         )
         note = (
@@ -279,7 +284,8 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
         ).from_(x.table(op.source))
         source = exp.Subquery(this=select, alias=_alias(SOURCE))
     on = exp.and_(*(exp.EQ(this=_col(TARGET, k), expression=_col(SOURCE, k)) for k in op.key))
-    values = [c for c in columns if c.casefold() not in keys]
+    kept = {k.casefold() for k in op.kept}
+    values = [c for c in columns if c.casefold() not in keys and c.casefold() not in kept]
     differs = exp.Not(
         this=exp.Paren(
             this=exp.and_(*(exp.NullSafeEQ(this=_col(TARGET, c), expression=_col(SOURCE, c)) for c in values))

@@ -45,6 +45,9 @@ def _plain(value: Any) -> Any:
 
 def op_to_data(op: Op) -> dict[str, Any]:
     data = _plain(op)
+    for name in getattr(type(op), "omitted_when_empty", ()):
+        if not data.get(name):
+            data.pop(name, None)
     return {"kind": op.kind, **data}
 
 

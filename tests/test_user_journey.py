@@ -419,3 +419,57 @@ def test_a_failed_migration_is_discarded_and_phases_run_in_order(project: Path) 
         (1, "(none)", "plain"),
         (2, "b", "plain"),
     ]
+
+
+# -- round 4: what a new user hit (issue 38) -----------------------------------------------------------------
+
+IOT_PROJECT = """\
+target: delta-4
+migrations: ../migrations
+engine: {name: local, warehouse: ../warehouse}
+"""
+READINGS = """\
+apiVersion: delta-contracts/v1
+id: iot.sensor_readings
+version: {version}
+owner: {{team: iot}}
+table: {{versioning: versioned}}
+columns:
+  - {{name: reading_id, type: bigint, nullable: false}}
+  - {{name: sensor_id, type: string}}
+"""
+HUMIDITY = "  - {name: humidity_pct, type: double}\n"
+HUMIDITY_DECIMAL = "  - {name: humidity_pct, type: 'decimal(5,2)'}\n"
+
+
+@pytest.fixture
+def iot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    (tmp_path / "contracts/iot").mkdir(parents=True)
+    (tmp_path / "contracts/contracts.yml").write_text(IOT_PROJECT)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+
+
+def test_diff_refuses_the_type_change_plan_refuses(iot: Path) -> None:
+    """Item 3: double -> decimal(5,2) without `convert` is refused by the PR check, as by the planner, in the
+    same words; with a `convert` both accept it."""
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    before = iot / "before.yaml"
+    before.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_DECIMAL)
+    code, out = run("diff", str(before), str(contract))
+    assert code == 1 and "[ok]" not in out, out
+    why = "humidity_pct: double -> decimal(5,2) can lose values"
+    assert why in out and "declare `convert" in out, out
+    contract.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
+    assert run("plan")[0] == 0
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_DECIMAL)
+    code, out = run("plan")
+    assert code != 0 and why in out, out
+    convert = "convert: {expression: 'CAST(humidity_pct AS DECIMAL(5,2))'}"
+    contract.write_text(
+        READINGS.format(version="2.0.0") + f"  - {{name: humidity_pct, type: 'decimal(5,2)', {convert}}}\n"
+    )
+    code, out = run("diff", str(before), str(contract))
+    assert code == 0 and "[ok]" in out, out
+    assert run("plan")[0] == 0

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from delta_contracts.contract.model import Contract, Versioning
 from delta_contracts.contract.pairing import ColumnPairing
-from delta_contracts.contract.types import canonical
+from delta_contracts.contract.types import canonical, lossless_cast
 from delta_contracts.diff.compare import Comparison
 from delta_contracts.plan.building import (
     Builder,
@@ -18,7 +18,6 @@ from delta_contracts.plan.building import (
     create_properties,
     gate_for,
     initial_state,
-    lossless_cast,
     stamp_op,
     versioned_name,
 )

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
+from delta_contracts.ledger import Ledger, LedgerEntry
 from delta_contracts.plan.migrations import load_history, table_folder
 
 pytestmark = pytest.mark.engine
@@ -473,3 +474,89 @@ def test_diff_refuses_the_type_change_plan_refuses(iot: Path) -> None:
     code, out = run("diff", str(before), str(contract))
     assert code == 0 and "[ok]" in out, out
     assert run("plan")[0] == 0
+
+
+INVERSE = "inverse: 'CAST(humidity_pct AS DOUBLE)'"
+HUMIDITY_ROUNDED = (
+    "  - {{name: humidity_pct, type: 'decimal(5,2)',\n"
+    "     convert: {{expression: 'CAST(ROUND(humidity_pct, 2) AS DECIMAL(5,2))', " + INVERSE + "{lossy}}}}}\n"
+)
+
+
+def _readings_at_v1(iot: Path, values: str) -> None:
+    """iot.sensor_readings 1.0.0 applied on the embedded engine, holding `values`."""
+    from delta_contracts.engine.local import LocalEngine
+
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 0, out
+    with LocalEngine(iot / "warehouse") as engine:
+        engine.sql(f"INSERT INTO `iot`.`sensor_readings__v1` VALUES {values}")
+
+
+def _ledger(iot: Path, status: str) -> list[LedgerEntry]:
+    from delta_contracts.engine.local import LocalEngine
+
+    with LocalEngine(iot / "warehouse") as engine:
+        entries = Ledger(engine.ledger_table()).entries(["iot.sensor_readings"])
+    return [e for e in entries if e.status == status]
+
+
+def test_an_inexact_inverse_is_refused_by_name(iot: Path) -> None:
+    """Item 1: without `lossy`, the copy's refusal names the column and the condition that failed, with how
+    many rows and a sample of them, not a bare WHERE."""
+    _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL), (4, 's2', 15.4149D)")
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=""))
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 1, out
+    failed = out.split("failed ", 1)[1]
+    assert "2 row(s) of iot.sensor_readings__v1 cannot be copied" in failed, out
+    assert (
+        "  - column humidity_pct: the inverse does not give back the original value (the conversion to "
+        "decimal(5,2) changes it: lossy); declare `convert: {lossy: true}` on the column to copy such rows "
+        "anyway, counted: 2 row(s)"
+    ) in failed, out
+    assert "overflow" not in failed.split("Sample")[0], out  # no row overflows: that condition is not named
+    sample = failed.split("Sample of the first", 1)[1]
+    assert "15.411" in sample and "15.4149" in sample and "'reading_id': 2" not in sample, out
+
+
+def test_a_lossy_conversion_copies_and_counts_what_it_changed(iot: Path) -> None:
+    """Item 1: `convert.lossy: true` lets the copy round 15.411 to 15.41, counts the rows it changed and says
+    so in apply's output and the ledger; a value the conversion cannot hold (overflow) is refused still."""
+    from delta_contracts.engine.local import LocalEngine
+
+    _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL), (4, 's2', 1234.5D)")
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=", lossy: true"))
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 1, out
+    failed = out.split("failed ", 1)[1]
+    assert (
+        "  - column humidity_pct: the conversion to decimal(5,2) gives NULL where the source is not NULL "
+        "(overflow, or no such value): refused, lossy or not: 1 row(s)"
+    ) in failed, out
+    assert "the inverse does not give back" not in failed, out
+    assert "1234.5" in failed.split("Sample of the first", 1)[1], out
+
+    with LocalEngine(iot / "warehouse") as engine:  # the sensor's reading was a fault: it goes
+        engine.sql("DELETE FROM `iot`.`sensor_readings__v1` WHERE `reading_id` = 4")
+    code, out = run("apply")
+    assert code == 0, out
+    counted = "humidity_pct: 1 row(s) changed by its lossy conversion"
+    (copied,) = [line for line in out.splitlines() if "[populate]" in line and "copy rows" in line]
+    assert "(succeeded" in copied and counted in copied, out
+    (entry,) = [e for e in _ledger(iot, "succeeded") if (e.op_kind, e.phase) == ("copy_rows", "populate")]
+    assert counted in entry.detail
+    with LocalEngine(iot / "warehouse") as engine:
+        seen = engine.sql("SELECT `reading_id`, `humidity_pct` FROM `iot`.`sensor_readings` ORDER BY 1")
+    assert [(r["reading_id"], r["humidity_pct"]) for r in seen] == [
+        (1, Decimal("15.41")),
+        (2, Decimal("15.41")),
+        (3, None),
+    ]

@@ -88,6 +88,8 @@ def _line(report: OpReport) -> str:
     status = report.status.value
     if report.reasons and report.status.value == "waiting":
         status += ": " + "; ".join(report.reasons)
+    if report.detail and report.status.value in {"succeeded", "forced"}:
+        version += f"; {report.detail}"  # what it did: batches, rows a lossy conversion changed
     return (
         f"{_MARKS.get(report.status.value, ' ')} {report.table} {report.migration_id} [{report.phase}] "
         f"op {report.index}: {report.summary} ({status}{where}{version})"

@@ -80,7 +80,7 @@ def test_diff_refuses_exactly_when_plan_refuses(target: Target, convert: bool) -
 def test_a_lossy_type_change_without_convert_is_refused_by_both_in_the_same_words() -> None:
     old, new = contracts("double", "decimal(5,2)")
     (why,) = diff_refuses(old, new, Target.DELTA_4)
-    assert "value: double -> decimal(5,2)" in why and "declare `convert" in why, why
+    assert "value type changed: double -> decimal(5,2): a CAST" in why and "declare `convert" in why, why
     with pytest.raises(PlanError) as refused:
         plan(old, new, Target.DELTA_4)
     assert why in str(refused.value)

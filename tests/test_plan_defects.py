@@ -65,7 +65,8 @@ def test_versioned_copy_checks_the_rows_it_copies() -> None:
 def test_narrowing_needs_an_explicit_conversion() -> None:
     old, new = pair("narrow_type", "versioned")
     columns = tuple(c.model_copy(update={"convert": None}) for c in new.columns)
-    with pytest.raises(PlanError, match=r"txn_amt_paise: bigint -> int can lose values.*convert"):
+    lost = r"txn_amt_paise type changed: bigint -> int: a CAST to int can lose values.*convert"
+    with pytest.raises(PlanError, match=lost):
         plan(old, new.model_copy(update={"columns": columns}), Target.DELTA_4)
 
 

@@ -460,7 +460,7 @@ def test_diff_refuses_the_type_change_plan_refuses(iot: Path) -> None:
     contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_DECIMAL)
     code, out = run("diff", str(before), str(contract))
     assert code == 1 and "[ok]" not in out, out
-    why = "humidity_pct: double -> decimal(5,2) can lose values"
+    why = "humidity_pct type changed: double -> decimal(5,2): a CAST to decimal(5,2) can lose values"
     assert why in out and "declare `convert" in out, out
     contract.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
     assert run("plan")[0] == 0

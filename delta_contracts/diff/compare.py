@@ -121,9 +121,10 @@ def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Targe
         field = f"columns[{new_index[column.name.casefold()]}]"
         hint = _rename_hint(column, pairing.removed).replace("a rename of", "a rename from")
         if column.nullable:
+            default = f" with default {column.default!r}" if column.default is not None else ""
             yield change(
                 "DC-AD201",
-                f"nullable column {column.name} {canonical_or_text(column.type)} added{hint}",
+                f"nullable column {column.name} {canonical_or_text(column.type)} added{default}{hint}",
                 field,
                 None,
                 column,

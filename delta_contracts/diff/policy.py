@@ -81,10 +81,9 @@ def unplannable(changes: Sequence[Change]) -> list[str]:
             continue
         if after.convert is None and not lossless:
             out.append(
-                f"{c.code} column {after.name}: {canonical(before.type)} -> {canonical(after.type)} can lose "
-                "values (a CAST that overflows wraps or turns NULL, depending on the session's ANSI mode); "
-                "declare `convert: {expression: <SQL over the previous columns>, inverse: <SQL back, "
-                "optional>}` on the column"
+                f"{c.code} {c.message}: a CAST to {canonical(after.type)} can lose values (one that "
+                "overflows wraps or turns NULL, depending on the session's ANSI mode); declare `convert: "
+                "{expression: <SQL over the previous columns>, inverse: <SQL back, optional>}` on the column"
             )
     return out
 

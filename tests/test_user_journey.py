@@ -492,6 +492,8 @@ def _readings_at_v1(iot: Path, values: str) -> None:
     assert run("plan")[0] == 0
     code, out = run("apply")
     assert code == 0, out
+    # contracts.yml says ../warehouse: the path is said as it is (item 13), not as contracts/../warehouse
+    assert f"engine: local ({iot / 'warehouse'})" in out and "/../" not in out, out
     with LocalEngine(iot / "warehouse") as engine:
         engine.sql(f"INSERT INTO `iot`.`sensor_readings__v1` VALUES {values}")
 

@@ -21,6 +21,7 @@ from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
 from delta_contracts.ledger import Ledger, LedgerEntry
 from delta_contracts.plan.migrations import load_history, table_folder
+from delta_contracts.tableid import TableId
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
@@ -562,3 +563,77 @@ def test_a_lossy_conversion_copies_and_counts_what_it_changed(iot: Path) -> None
         (2, Decimal("15.41")),
         (3, None),
     ]
+
+
+def test_a_migration_stopped_before_its_cutover_is_discarded_as_if_never_planned(iot: Path) -> None:
+    """Item 2: the copy into iot.sensor_readings__v2 failed; nobody reads or writes __v2 before the cutover,
+    so `discard` drops it, removes the migration and records it: the served table's history and the ledger's
+    state are what they were before the migration was planned. The contract fixed (lossy declared), the same
+    version is planned and applied, and the rows read through the table's name."""
+    from delta_contracts.engine.local import LocalEngine
+
+    _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL)")
+    folder = table_folder(iot / "migrations", "iot.sensor_readings")
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def state() -> tuple[object, ...]:
+        with LocalEngine(iot / "warehouse") as engine:
+            served = [
+                (c.version, c.operation) for c in engine.history(TableId.parse("iot.sensor_readings__v1"))
+            ]
+            new = engine.describe(TableId.parse("iot.sensor_readings__v2"))
+            view = engine.view_text(TableId.parse("iot.sensor_readings"))
+            ledger = Ledger(engine.ledger_table()).entries(["iot.sensor_readings"])
+        return served, new, view, ledger
+
+    served, new, view, ledger = state()
+    assert new is None and view is not None
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=""))
+    assert run("plan")[0] == 0
+    (planned,) = load_history(folder)[1:]
+    code, out = run("apply")
+    assert code == 1 and "the inverse does not give back the original value" in out, out
+    assert state()[1] is not None  # the failed migration had created __v2
+
+    code, out = run("discard", "iot.sensor_readings", planned.migration_id, "--reason", "rounding intended")
+    assert code == 0, out
+    assert "dropped iot.sensor_readings__v2" in out, out
+    after = state()
+    assert after[:3] == (served, None, view)  # the table readers use, unchanged; __v2 gone
+    assert isinstance(after[3], list) and isinstance(ledger, list)
+    discards = [e for e in after[3] if e.status == "discarded"]
+    assert [e for e in after[3] if e not in discards] == ledger
+    (row,) = discards
+    assert (row.migration_id, row.reason) == (planned.migration_id, "rounding intended")
+    assert "dropped iot.sensor_readings__v2" in row.detail
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files  # migrations.sum as before
+    code, out = run("status", "--format", "json")
+    (status,) = json.loads(out.split("\n---\n")[0])["tables"]
+    assert (status["stamped"], status["pending"]) == ("1.0.0", []), out
+    code, out = run("history", "iot.sensor_readings")  # people still see what was undone, and why
+    assert "discarded" in out and "failed" in out, out
+
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=", lossy: true"))
+    assert run("plan")[0] == 0
+    (replanned,) = load_history(folder)[1:]
+    assert replanned.migration_id == planned.migration_id
+    code, out = run("apply")
+    assert code == 0 and "humidity_pct: 1 row(s) changed by its lossy conversion" in out, out
+    with LocalEngine(iot / "warehouse") as engine:
+        seen = engine.sql("SELECT `reading_id`, `humidity_pct` FROM `iot`.`sensor_readings` ORDER BY 1")
+    assert [r["humidity_pct"] for r in seen] == [Decimal("15.41"), Decimal("15.41"), None]
+
+
+def test_discard_refuses_a_migration_readers_already_see(iot: Path) -> None:
+    """Item 2: once the cutover served the new table, discarding would pull it from under its readers."""
+    _readings_at_v1(iot, "(1, 's1', 15.5D)")
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=""))
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 0, out
+    (planned,) = load_history(table_folder(iot / "migrations", "iot.sensor_readings"))[1:]
+    code, out = run("discard", "iot.sensor_readings", planned.migration_id, "--reason", "changed my mind")
+    assert code == 2 and "has reached the table" in out and "cutover phase" in out, out
+    assert "plan a new migration that moves the table on instead" in out.lower(), out

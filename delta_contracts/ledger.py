@@ -45,7 +45,9 @@ class Status(StrEnum):
     BATCH = "batch"  # one batch of a batched op finished; `watermark` says which
     REHASHED = "rehashed"  # `rehash`: the migration's new checksum is accepted
     CREATED = "created"  # an op of `create` (a table made straight from its contract)
-    DISCARDED = "discarded"  # `discard`: a planned migration that never reached the table was removed
+    # `discard`: a planned migration removed, having served no reader; the rows of it recorded before are
+    # retracted (`current`): every fold reads the ledger as if it had never been planned
+    DISCARDED = "discarded"
     LEASE_BROKEN = "lease_broken"  # `apply --break-lease --reason`: an operator freed the table
     LEDGER_RESTARTED = "ledger_restarted"  # `apply --force --reason` on a stamped table this ledger never saw
 
@@ -165,8 +167,11 @@ class Ledger:
         with storage_errors(f"the ledger at {self.where}", "written"):
             self.table.append(rows, _schema())
 
-    def entries(self, contracts: Iterable[str] | None = None) -> list[LedgerEntry]:
-        """Every row (of `contracts` only, when given), in the order they were recorded."""
+    def entries(
+        self, contracts: Iterable[str] | None = None, *, retracted: bool = False
+    ) -> list[LedgerEntry]:
+        """Every row (of `contracts` only, when given), in the order they were recorded; the rows a later
+        `discard` retracted only with `retracted` (the history shown to people), see `current`."""
         wanted = {c.casefold() for c in contracts} if contracts is not None else None
         names = {f.name for f in fields(LedgerEntry)}
         out = []
@@ -177,7 +182,19 @@ class Ledger:
             if wanted is None or entry.contract.casefold() in wanted:
                 out.append(entry)
         epoch = datetime.min.replace(tzinfo=UTC)
-        return sorted(out, key=lambda e: (e.recorded_at or epoch, e.seq))
+        ordered = sorted(out, key=lambda e: (e.recorded_at or epoch, e.seq))
+        return ordered if retracted else current(ordered)
+
+
+def current(entries: Sequence[LedgerEntry]) -> list[LedgerEntry]:
+    """The rows still in force: those of a migration recorded before its `discarded` row are left out (the
+    discard undid what they did), so that a migration planned again under the same id starts afresh. The
+    `discarded` row itself stays: it says who discarded what, and why."""
+    last: dict[tuple[str, str], int] = {}
+    for i, entry in enumerate(entries):
+        if entry.status == Status.DISCARDED:
+            last[(entry.contract.casefold(), entry.migration_id)] = i
+    return [e for i, e in enumerate(entries) if i >= last.get((e.contract.casefold(), e.migration_id), -1)]
 
 
 # -- folding the events -------------------------------------------------------------------------------------

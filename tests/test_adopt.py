@@ -69,13 +69,12 @@ def test_rules_come_back_only_when_they_render_to_the_same_check() -> None:
     assert columns["day"]["checks"] == {"min": date(2024, 1, 1)}
     assert columns["seen_at"]["nullable"] is False  # a <column>_not_null CHECK is NOT NULL on OSS Delta
     assert "default" not in columns["seen_at"]
+    assert columns["seen_at"]["default_expression"] == "current_timestamp()"  # kept, no longer a note
     assert data["constraints"] == [
         {"name": "amount_max", "expression": "amount > 5"},
         {"name": "sane_amounts", "expression": "amount < 1000000 OR kind = 'bulk'"},
     ]
-    assert adopted.notes == (
-        "seen_at: default current_timestamp() is an expression; a contract default is a literal",
-    )
+    assert adopted.notes == ()
     Contract.model_validate({**data, "owner": {"team": "t"}})
 
 

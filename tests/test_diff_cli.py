@@ -218,3 +218,43 @@ def test_a_typo_in_a_type_is_the_invalid_type_not_a_type_change(tmp_path: Path) 
     assert code == 2, out
     assert "invalid type 'strng': unknown type 'strng' (did you mean 'string'?)" in out
     assert "type changed" not in out
+
+
+SENSOR = """\
+apiVersion: delta-contracts/v1
+id: iot.sensor_readings
+version: {v}
+owner: {{team: iot}}
+columns:
+  - {{name: reading_id, type: bigint, nullable: false}}
+  - {{name: humidity_pct, type: {humidity}}}
+"""
+
+
+def test_each_change_is_listed_once_and_a_new_column_says_its_default(tmp_path: Path) -> None:
+    """Issue 38 item 11: a refused change is one ✗ line, not also a line of the classification list; an added
+    column with a default says which."""
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(SENSOR.format(v="1.0.0", humidity="double"))
+    new.write_text(
+        SENSOR.format(v="1.1.0", humidity="float")
+        + "  - {name: battery_pct, type: int, default: 100}\n  - {name: note, type: string}\n"
+    )
+    code, out = run("diff", str(old), str(new))
+    assert code == 1, out
+    lines = out.splitlines()
+    type_lines = [line for line in lines if "humidity_pct type changed" in line]
+    assert len(type_lines) == 1 and type_lines[0].lstrip().startswith("✗ DC-MF107"), out
+    assert [line.lstrip()[0] for line in lines if line.lstrip().startswith(("✗", "DC-"))] == [
+        "✗",  # the bump
+        "✗",  # the refused type change
+        "D",  # the additions, classified
+        "D",
+    ], out
+    assert "nullable column battery_pct int added with default 100" in out, out
+    assert "nullable column note string added\n" in out, out  # no default: none said
+    assert "      and: a CAST to float can lose values" in out, out  # its second refusal, under it
+    payload = json.loads(run("diff", str(old), str(new), "--format", "json")[1])
+    (contract,) = payload["contracts"]  # JSON keeps every change, and the violations beside them
+    assert [c["code"] for c in contract["changes"]] == ["DC-AD201", "DC-AD201", "DC-MF107"]
+    assert len(contract["violations"]) == 3

@@ -230,3 +230,21 @@ def test_generated_blocks_are_current(name: str) -> None:
 def test_fill_refuses_a_missing_block() -> None:
     with pytest.raises(ValueError, match="no generated block 'x'"):
         fill("text", "x", "body")
+
+
+def test_every_command_is_in_the_readme_command_table() -> None:
+    """Issue 38 item 13: `discard` was missing. Each command of the CLI starts a row of the README's table."""
+    from delta_contracts.cli import COMMANDS
+
+    table = (ROOT / "README.md").read_text().split("## Commands", 1)[1].split("\n## ", 1)[0]
+    first_cells = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+    named = {cell.strip().strip("`").split()[0] for row in first_cells for cell in row.split(", ")}
+    assert set(COMMANDS) - named == set()
+
+
+def test_the_walkthrough_diffs_a_pull_request_against_its_base_branch() -> None:
+    """Issue 38 item 13: a pull request's `diff` compares with the branch it goes into, not with HEAD (which
+    on a committed branch is the change itself: nothing to compare)."""
+    text = (DOCS / "walkthrough.md").read_text()
+    assert "$ delta-contracts diff --base main" in text
+    assert "$ delta-contracts diff --base HEAD" not in text

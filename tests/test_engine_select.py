@@ -18,7 +18,8 @@ def test_contracts_yml_applies_without_flags_or_env(monkeypatch: pytest.MonkeyPa
     for key in ("DELTA_CONTRACTS_ENGINE", "DELTA_CONTRACTS_URL", "DELTA_CONTRACTS_WAREHOUSE"):
         monkeypatch.delenv(key, raising=False)
     choice = choose(name=None, url=None, warehouse=None, project=PROJECT, project_root=ROOT)
-    assert (choice.name, choice.warehouse) == ("spark", ROOT / "../wh-from-yml")
+    # relative to contracts.yml, and said without `..` (issue 38 item 13)
+    assert (choice.name, str(choice.warehouse)) == ("spark", "/repo/wh-from-yml")
 
 
 def test_environment_beats_contracts_yml(monkeypatch: pytest.MonkeyPatch) -> None:

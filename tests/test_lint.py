@@ -326,3 +326,25 @@ def test_a_yaml_boolean_in_an_enum_is_named_as_yaml_writes_it(tmp_path: Path) ->
     (message,) = [f for f in findings(text, tmp_path) if "enum value" in f]
     assert "enum value true is not of the column's type string" in message
     assert "YAML reads yes, no, on, off, true and false unquoted as booleans: quote it" in message
+
+
+def test_schema_writes_the_file_the_documented_schema_comment_points_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38 item 13: a user's repository has no `schema/` folder. The docs say to write the schema with
+    `schema -o contracts/contract.schema.json`, and the `$schema` comment they show for a contract at
+    `contracts/<schema>/<table>.yaml` resolves to that very file."""
+    import re
+
+    repo = Path(__file__).resolve().parents[1]
+    committed = json.loads((repo / "schema" / "contract.schema.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    for page in ("README.md", "docs/contract-format.md"):
+        text = (repo / page).read_text()
+        (written,) = set(re.findall(r"delta-contracts schema -o (\S+?)`", text))
+        (comment,) = set(re.findall(r"yaml-language-server: \$schema=(\S+)", text))
+        code, out = cli("schema", "-o", written)
+        assert code == 0 and written in out, out
+        assert json.loads((tmp_path / written).read_text()) == committed
+        contract = tmp_path / "contracts" / "iot" / "sensor_readings.yaml"
+        assert (contract.parent / comment).resolve() == (tmp_path / written).resolve(), page

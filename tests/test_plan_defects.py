@@ -65,7 +65,8 @@ def test_versioned_copy_checks_the_rows_it_copies() -> None:
 def test_narrowing_needs_an_explicit_conversion() -> None:
     old, new = pair("narrow_type", "versioned")
     columns = tuple(c.model_copy(update={"convert": None}) for c in new.columns)
-    with pytest.raises(PlanError, match=r"txn_amt_paise: bigint -> int can lose values.*convert"):
+    lost = r"txn_amt_paise type changed: bigint -> int: a CAST to int can lose values.*convert"
+    with pytest.raises(PlanError, match=lost):
         plan(old, new.model_copy(update={"columns": columns}), Target.DELTA_4)
 
 
@@ -327,3 +328,32 @@ def test_change_feed_catch_up_reads_from_after_the_version_the_copy_could_have_r
     assert change_feed_start(old, commits((0, 10_500))) == 2  # within the clock margin: read it again
     assert change_feed_start(old, commits((0, 500))) == 0
     assert change_feed_start(old, commits((0, 30_000))) is None  # nothing written since
+
+
+def _rounded(lossy: bool) -> tuple[Contract, Contract]:
+    old, new = pair("narrow_type", "versioned")
+    doc = new.model_dump(mode="json", by_alias=True)
+    column = next(c for c in doc["columns"] if c["name"] == "txn_amt_paise")
+    column["convert"]["lossy"] = lossy
+    return old, Contract.model_validate(doc)
+
+
+def test_a_lossy_conversion_is_counted_not_refused() -> None:
+    """Issue 38 item 1: `convert.lossy` takes the inverse's round trip out of the copy's pre-check and into
+    the rows the copy counts; the overflow stays refused; the parts of the pre-check are named."""
+    strict = next(op for op in plan(*_rounded(False), Target.DELTA_4)[0].ops if isinstance(op, CopyRows))
+    lossy = next(op for op in plan(*_rounded(True), Target.DELTA_4)[0].ops if isinstance(op, CopyRows))
+    assert strict.lossy == () and [c for c, _ in lossy.lossy] == ["txn_amt_paise"]
+    inexact = "the inverse does not give back the original value"
+    (changed,) = [p for why, p in strict.reasons if inexact in why]
+    assert lossy.lossy[0][1] == changed
+    assert strict.rejects is not None and lossy.rejects is not None
+    round_trip = changed.removeprefix("NOT ")
+    assert round_trip in strict.rejects and round_trip not in lossy.rejects
+    overflow = [why for why, _ in lossy.reasons if "gives NULL where the source is not NULL" in why]
+    assert overflow == [w for w, _ in strict.reasons if "gives NULL where the source is not NULL" in w] != []
+    assert op_from_data(op_to_data(lossy)) == lossy
+    pre = lossy.precondition()
+    assert isinstance(pre, AllOf)
+    (rows,) = [c for c in pre.conditions if isinstance(c, NoRowsWhere)]
+    assert rows.parts == lossy.reasons

@@ -19,7 +19,9 @@ from typer.testing import CliRunner
 
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
+from delta_contracts.ledger import Ledger, LedgerEntry
 from delta_contracts.plan.migrations import load_history, table_folder
+from delta_contracts.tableid import TableId
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
@@ -419,3 +421,219 @@ def test_a_failed_migration_is_discarded_and_phases_run_in_order(project: Path) 
         (1, "(none)", "plain"),
         (2, "b", "plain"),
     ]
+
+
+# -- round 4: what a new user hit (issue 38) -----------------------------------------------------------------
+
+IOT_PROJECT = """\
+target: delta-4
+migrations: ../migrations
+engine: {name: local, warehouse: ../warehouse}
+"""
+READINGS = """\
+apiVersion: delta-contracts/v1
+id: iot.sensor_readings
+version: {version}
+owner: {{team: iot}}
+table: {{versioning: versioned}}
+columns:
+  - {{name: reading_id, type: bigint, nullable: false}}
+  - {{name: sensor_id, type: string}}
+"""
+HUMIDITY = "  - {name: humidity_pct, type: double}\n"
+HUMIDITY_DECIMAL = "  - {name: humidity_pct, type: 'decimal(5,2)'}\n"
+
+
+@pytest.fixture
+def iot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    (tmp_path / "contracts/iot").mkdir(parents=True)
+    (tmp_path / "contracts/contracts.yml").write_text(IOT_PROJECT)
+    monkeypatch.chdir(tmp_path)
+    yield tmp_path
+
+
+def test_diff_refuses_the_type_change_plan_refuses(iot: Path) -> None:
+    """Item 3: double -> decimal(5,2) without `convert` is refused by the PR check, as by the planner, in the
+    same words; with a `convert` both accept it."""
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    before = iot / "before.yaml"
+    before.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_DECIMAL)
+    code, out = run("diff", str(before), str(contract))
+    assert code == 1 and "[ok]" not in out, out
+    why = "humidity_pct type changed: double -> decimal(5,2): a CAST to decimal(5,2) can lose values"
+    assert why in out and "declare `convert" in out, out
+    contract.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
+    assert run("plan")[0] == 0
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_DECIMAL)
+    code, out = run("plan")
+    assert code != 0 and why in out, out
+    convert = "convert: {expression: 'CAST(humidity_pct AS DECIMAL(5,2))'}"
+    contract.write_text(
+        READINGS.format(version="2.0.0") + f"  - {{name: humidity_pct, type: 'decimal(5,2)', {convert}}}\n"
+    )
+    code, out = run("diff", str(before), str(contract))
+    assert code == 0 and "[ok]" in out, out
+    assert run("plan")[0] == 0
+
+
+INVERSE = "inverse: 'CAST(humidity_pct AS DOUBLE)'"
+HUMIDITY_ROUNDED = (
+    "  - {{name: humidity_pct, type: 'decimal(5,2)',\n"
+    "     convert: {{expression: 'CAST(ROUND(humidity_pct, 2) AS DECIMAL(5,2))', " + INVERSE + "{lossy}}}}}\n"
+)
+
+
+def _readings_at_v1(iot: Path, values: str) -> None:
+    """iot.sensor_readings 1.0.0 applied on the embedded engine, holding `values`."""
+    from delta_contracts.engine.local import LocalEngine
+
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 0, out
+    # contracts.yml says ../warehouse: the path is said as it is (item 13), not as contracts/../warehouse
+    assert f"engine: local ({iot / 'warehouse'})" in out and "/../" not in out, out
+    with LocalEngine(iot / "warehouse") as engine:
+        engine.sql(f"INSERT INTO `iot`.`sensor_readings__v1` VALUES {values}")
+
+
+def _ledger(iot: Path, status: str) -> list[LedgerEntry]:
+    from delta_contracts.engine.local import LocalEngine
+
+    with LocalEngine(iot / "warehouse") as engine:
+        entries = Ledger(engine.ledger_table()).entries(["iot.sensor_readings"])
+    return [e for e in entries if e.status == status]
+
+
+def test_an_inexact_inverse_is_refused_by_name(iot: Path) -> None:
+    """Item 1: without `lossy`, the copy's refusal names the column and the condition that failed, with how
+    many rows and a sample of them, not a bare WHERE."""
+    _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL), (4, 's2', 15.4149D)")
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=""))
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 1, out
+    failed = out.split("failed ", 1)[1]
+    assert "2 row(s) of iot.sensor_readings__v1 cannot be copied" in failed, out
+    assert (
+        "  - column humidity_pct: the inverse does not give back the original value (the conversion to "
+        "decimal(5,2) changes it: lossy); declare `convert: {lossy: true}` on the column to copy such rows "
+        "anyway, counted: 2 row(s)"
+    ) in failed, out
+    assert "overflow" not in failed.split("Sample")[0], out  # no row overflows: that condition is not named
+    sample = failed.split("Sample of the first", 1)[1]
+    assert "15.411" in sample and "15.4149" in sample and "'reading_id': 2" not in sample, out
+
+
+def test_a_lossy_conversion_copies_and_counts_what_it_changed(iot: Path) -> None:
+    """Item 1: `convert.lossy: true` lets the copy round 15.411 to 15.41, counts the rows it changed and says
+    so in apply's output and the ledger; a value the conversion cannot hold (overflow) is refused still."""
+    from delta_contracts.engine.local import LocalEngine
+
+    _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL), (4, 's2', 1234.5D)")
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=", lossy: true"))
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 1, out
+    failed = out.split("failed ", 1)[1]
+    assert (
+        "  - column humidity_pct: the conversion to decimal(5,2) gives NULL where the source is not NULL "
+        "(overflow, or no such value): refused, lossy or not: 1 row(s)"
+    ) in failed, out
+    assert "the inverse does not give back" not in failed, out
+    assert "1234.5" in failed.split("Sample of the first", 1)[1], out
+
+    with LocalEngine(iot / "warehouse") as engine:  # the sensor's reading was a fault: it goes
+        engine.sql("DELETE FROM `iot`.`sensor_readings__v1` WHERE `reading_id` = 4")
+    code, out = run("apply")
+    assert code == 0, out
+    counted = "humidity_pct: 1 row(s) changed by its lossy conversion"
+    (copied,) = [line for line in out.splitlines() if "[populate]" in line and "copy rows" in line]
+    assert "(succeeded" in copied and counted in copied, out
+    (entry,) = [e for e in _ledger(iot, "succeeded") if (e.op_kind, e.phase) == ("copy_rows", "populate")]
+    assert counted in entry.detail
+    with LocalEngine(iot / "warehouse") as engine:
+        seen = engine.sql("SELECT `reading_id`, `humidity_pct` FROM `iot`.`sensor_readings` ORDER BY 1")
+    assert [(r["reading_id"], r["humidity_pct"]) for r in seen] == [
+        (1, Decimal("15.41")),
+        (2, Decimal("15.41")),
+        (3, None),
+    ]
+
+
+def test_a_migration_stopped_before_its_cutover_is_discarded_as_if_never_planned(iot: Path) -> None:
+    """Item 2: the copy into iot.sensor_readings__v2 failed; nobody reads or writes __v2 before the cutover,
+    so `discard` drops it, removes the migration and records it: the served table's history and the ledger's
+    state are what they were before the migration was planned. The contract fixed (lossy declared), the same
+    version is planned and applied, and the rows read through the table's name."""
+    from delta_contracts.engine.local import LocalEngine
+
+    _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL)")
+    folder = table_folder(iot / "migrations", "iot.sensor_readings")
+    files = {p.name: p.read_bytes() for p in folder.iterdir()}
+
+    def state() -> tuple[object, ...]:
+        with LocalEngine(iot / "warehouse") as engine:
+            served = [
+                (c.version, c.operation) for c in engine.history(TableId.parse("iot.sensor_readings__v1"))
+            ]
+            new = engine.describe(TableId.parse("iot.sensor_readings__v2"))
+            view = engine.view_text(TableId.parse("iot.sensor_readings"))
+            ledger = Ledger(engine.ledger_table()).entries(["iot.sensor_readings"])
+        return served, new, view, ledger
+
+    served, new, view, ledger = state()
+    assert new is None and view is not None
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=""))
+    assert run("plan")[0] == 0
+    (planned,) = load_history(folder)[1:]
+    code, out = run("apply")
+    assert code == 1 and "the inverse does not give back the original value" in out, out
+    assert state()[1] is not None  # the failed migration had created __v2
+
+    code, out = run("discard", "iot.sensor_readings", planned.migration_id, "--reason", "rounding intended")
+    assert code == 0, out
+    assert "dropped iot.sensor_readings__v2" in out, out
+    after = state()
+    assert after[:3] == (served, None, view)  # the table readers use, unchanged; __v2 gone
+    assert isinstance(after[3], list) and isinstance(ledger, list)
+    discards = [e for e in after[3] if e.status == "discarded"]
+    assert [e for e in after[3] if e not in discards] == ledger
+    (row,) = discards
+    assert (row.migration_id, row.reason) == (planned.migration_id, "rounding intended")
+    assert "dropped iot.sensor_readings__v2" in row.detail
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == files  # migrations.sum as before
+    code, out = run("status", "--format", "json")
+    (status,) = json.loads(out.split("\n---\n")[0])["tables"]
+    assert (status["stamped"], status["pending"]) == ("1.0.0", []), out
+    code, out = run("history", "iot.sensor_readings")  # people still see what was undone, and why
+    assert "discarded" in out and "failed" in out, out
+
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=", lossy: true"))
+    assert run("plan")[0] == 0
+    (replanned,) = load_history(folder)[1:]
+    assert replanned.migration_id == planned.migration_id
+    code, out = run("apply")
+    assert code == 0 and "humidity_pct: 1 row(s) changed by its lossy conversion" in out, out
+    with LocalEngine(iot / "warehouse") as engine:
+        seen = engine.sql("SELECT `reading_id`, `humidity_pct` FROM `iot`.`sensor_readings` ORDER BY 1")
+    assert [r["humidity_pct"] for r in seen] == [Decimal("15.41"), Decimal("15.41"), None]
+
+
+def test_discard_refuses_a_migration_readers_already_see(iot: Path) -> None:
+    """Item 2: once the cutover served the new table, discarding would pull it from under its readers."""
+    _readings_at_v1(iot, "(1, 's1', 15.5D)")
+    contract = iot / "contracts/iot/sensor_readings.yaml"
+    contract.write_text(READINGS.format(version="2.0.0") + HUMIDITY_ROUNDED.format(lossy=""))
+    assert run("plan")[0] == 0
+    code, out = run("apply")
+    assert code == 0, out
+    (planned,) = load_history(table_folder(iot / "migrations", "iot.sensor_readings"))[1:]
+    code, out = run("discard", "iot.sensor_readings", planned.migration_id, "--reason", "changed my mind")
+    assert code == 2 and "has reached the table" in out and "cutover phase" in out, out
+    assert "plan a new migration that moves the table on instead" in out.lower(), out

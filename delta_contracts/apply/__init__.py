@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.errors import ExitCode, InputError
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
     from delta_contracts.ledger import Ledger
-    from delta_contracts.plan.ops import Phase
+    from delta_contracts.plan.migrations import StoredMigration
+    from delta_contracts.plan.ops import Op, Phase
 
 # The codes `ApplyResult.exit_code` gives, under the names the API has always offered.
 EXIT_DONE, EXIT_FAILED = ExitCode.OK, ExitCode.FAILED
@@ -291,16 +293,31 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
 
 
 class DiscardRefused(InputError):
-    """The migration cannot be discarded: part of it reached the table, a later one follows it, or it is
-    not there."""
+    """The migration cannot be discarded: part of it reached what readers or producers see, a later one
+    follows it, or it is not there."""
+
+
+@dataclass(frozen=True)
+class Discarded:
+    removed: list[Path]  # the migration's files
+    dropped: list[str]  # tables it had created, never served, dropped again
 
 
 def discard(
-    ledger: Ledger | Path, migrations: Path | str, contract: str, migration_id: str, *, reason: str
-) -> list[Path]:
-    """Remove the last planned migration of `contract` when nothing of it reached the table (it failed a
-    pre-check, or never ran), so that the fixed contract can be planned again at the same version. The
-    removal is recorded in the ledger; returns the files removed."""
+    ledger: Ledger | Path,
+    migrations: Path | str,
+    contract: str,
+    migration_id: str,
+    *,
+    reason: str,
+    engine: Engine | None = None,
+) -> Discarded:
+    """Remove the last planned migration of `contract` when nothing of it reached what readers or producers
+    see, so that the fixed contract can be planned again at the same version. That is a migration that never
+    ran (or failed a pre-check), or one whose done work is invisible: a versioned migration stopped before its
+    cutover has only created and filled its new `<table>__v<major>`, which nobody reads or writes yet; that
+    table is dropped (with `engine`). The removal is recorded in the ledger, whose rows of the migration are
+    retracted by it (`ledger.current`): the table and the ledger are as if it had never been planned."""
     from delta_contracts import ledger as lg
     from delta_contracts.plan.migrations import (
         SUM_FILE,
@@ -322,19 +339,22 @@ def discard(
     if isinstance(ledger, Path):
         ledger = lg.Ledger(ledger)
     entries = ledger.entries([contract])
-    if lg.recorded_checksum(entries, contract, migration_id) is not None or lg.done_ops(
-        entries, contract, history[-1]
-    ):
-        raise DiscardRefused(
-            f"{migration_id} has reached the table (the ledger records ops of it): plan a new migration "
-            "that moves the table on instead"
-        )
     stored = history[-1]
+    created = unserved_tables(entries, contract, stored)
+    if created and engine is None:
+        raise DiscardRefused(f"{migration_id} created {', '.join(created)}: an engine is needed to drop it")
+    dropped = []
+    for table in created:
+        assert engine is not None
+        if engine.describe(TableId.parse(table), with_version=False) is not None:
+            engine.run(_undo_create(TableId.parse(table), migration_id))
+            dropped.append(table)
     removed = [stored.sql_path, stored.json_path]
     for path in removed:
         path.unlink(missing_ok=True)
     write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
     user, host, pid = lg.who()
+    undone = f"dropped {', '.join(dropped)}, created by it and never served" if dropped else ""
     ledger.append(
         [
             lg.LedgerEntry(
@@ -352,7 +372,65 @@ def discard(
                 started_at=lg.now(),
                 ended_at=lg.now(),
                 reason=reason,
+                detail=undone,
             )
         ]
     )
-    return removed
+    return Discarded(removed, dropped)
+
+
+def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigration) -> list[str]:
+    """The tables the migration's work so far is confined to — tables it created itself, before any cutover
+    served them — or DiscardRefused when any of its work reached a table readers or producers use (or one
+    that stood before it). Empty when nothing of it ran."""
+    from delta_contracts import ledger as lg
+    from delta_contracts.plan.ops import CreateTable, Phase, StampContract
+
+    rows = [e for e in entries if (e.contract, e.migration_id) == (contract, stored.migration_id)]
+    # An attempt that failed without a commit (a pre-check refused it) touched nothing.
+    untouched = {
+        (e.run_id, e.key) for e in rows if e.status == lg.Status.FAILED and e.version == e.version_before
+    }
+    touched = {
+        e.op_index
+        for e in rows
+        if e.op_index
+        and e.status in lg.APPLIED | {lg.Status.FAILED}
+        and e.status != lg.Status.REHASHED
+        and (e.run_id, e.key) not in untouched
+    }
+    ops = stored.migration.ops
+    made = {op.table for op in ops if isinstance(op, CreateTable)}
+    made_here = {
+        ops[e.op_index - 1].table
+        for e in rows
+        if e.op_index in touched
+        and isinstance(ops[e.op_index - 1], CreateTable)
+        and e.status in lg.DONE
+        and e.status != lg.Status.SKIPPED
+    }
+    refusal = (
+        f"{stored.migration_id} has reached the table: {{}}; it cannot be undone by discarding it. Plan a "
+        "new migration that moves the table on instead"
+    )
+    for index in sorted(touched):
+        op = ops[index - 1]
+        if op.phase not in (Phase.EXPAND, Phase.POPULATE) or isinstance(op, StampContract):
+            raise DiscardRefused(
+                refusal.format(f"op {index} ({op.summary()}) is of its {op.phase.value} phase")
+            )
+        if op.table not in made:
+            raise DiscardRefused(refusal.format(f"op {index} ({op.summary()}) changed {op.table}"))
+        if op.table not in made_here:
+            raise DiscardRefused(
+                refusal.format(f"{op.table} was there before it (its create was skipped or never finished)")
+            )
+    return sorted({str(ops[i - 1].table) for i in touched})
+
+
+def _undo_create(table: TableId, migration_id: str) -> Op:
+    from delta_contracts.plan.ops import DropTable, Gate, Phase
+
+    # Run by `discard`, never by `apply`: no gate is evaluated (the table never served anybody).
+    gate = Gate("P0D", "P0D", "", (str(table),))
+    return DropTable(table=table, phase=Phase.EXPAND, gate=gate, reason=f"discard {migration_id}")

@@ -31,7 +31,7 @@ from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, Pre
 from delta_contracts.errors import InputError
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase
+from delta_contracts.plan.ops import PHASES, STAMP_VERSION, CopyRows, Op, Phase
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
 from delta_contracts.telemetry.names import Names
 
@@ -483,9 +483,22 @@ class Runner:
         other runners off the table meanwhile)."""
         if self.engine.skip_or_check(op):
             return Attempt(lg.Status.SKIPPED, str(op.table), "skipped", None, SKIPPED_DETAIL)
+        changed = self._changed_by_lossy_conversions(op)
         tag = _tag(contract, stored, index, op, forced)
         table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
+        if changed:
+            detail = _joined(changed, detail)
         return Attempt(lg.Status.FORCED if forced else lg.Status.SUCCEEDED, table, path, version, detail)
+
+    def _changed_by_lossy_conversions(self, op: Op) -> str:
+        """How many rows of the source each conversion declared `lossy` changes, counted before the copy (its
+        source still holds them): what `apply` prints and the ledger keeps of the op."""
+        if not isinstance(op, CopyRows):
+            return ""
+        return "; ".join(
+            f"{column}: {self.engine.count_where(op.source, where)} row(s) changed by its lossy conversion"
+            for column, where in op.lossy
+        )
 
     def _execute(
         self,

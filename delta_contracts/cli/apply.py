@@ -88,6 +88,8 @@ def _line(report: OpReport) -> str:
     status = report.status.value
     if report.reasons and report.status.value == "waiting":
         status += ": " + "; ".join(report.reasons)
+    if report.detail and report.status.value in {"succeeded", "forced"}:
+        version += f"; {report.detail}"  # what it did: batches, rows a lossy conversion changed
     return (
         f"{_MARKS.get(report.status.value, ' ')} {report.table} {report.migration_id} [{report.phase}] "
         f"op {report.index}: {report.summary} ({status}{where}{version})"
@@ -304,7 +306,7 @@ def history_command(
 
     contracts = load_valid_contracts([contracts_path])
     with _ledger(contracts, engine, url, warehouse, conf) as ledger:
-        every = ledger.entries()
+        every = ledger.entries(retracted=True)  # people see what was undone too
         where = ledger.where
     wanted = {i.casefold() for i in ids} if ids else None
     entries = [e for e in every if wanted is None or e.contract.casefold() in wanted]
@@ -399,21 +401,32 @@ def discard_command(
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
 ) -> None:
-    """Remove the last planned migration when nothing of it reached the table (it failed a pre-check or
-    never ran), so that the fixed contract is planned again at the same version. Exit 2 when it ran."""
+    """Remove the last planned migration when nothing of it reached what readers or producers see: it failed
+    a pre-check or never ran, or it is a versioned migration stopped before its cutover, whose new table is
+    dropped. The fixed contract is then planned again at the same version. Exit 2 when it reached the
+    table."""
     from delta_contracts.apply import DiscardRefused, discard
+    from delta_contracts.apply.lease import Lease
     from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.cli.tables import _open
     from delta_contracts.contract.load import display_path
+    from delta_contracts.engine.base import EngineError
+    from delta_contracts.errors import TableHeldError
+    from delta_contracts.ledger import Ledger
     from delta_contracts.plan.migrations import IntegrityError
 
     contracts = load_valid_contracts([contracts_path])
     root = _migrations_root(contracts)
     try:
-        with _ledger(contracts, engine, url, warehouse, conf) as ledger:
-            removed = discard(ledger, root, contract_id, migration_id, reason=reason)
-    except (DiscardRefused, IntegrityError) as err:
+        with _open(contracts, engine, url, warehouse, conf=conf) as live, Lease(live.state_dir, contract_id):
+            done = discard(
+                Ledger(live.ledger_table()), root, contract_id, migration_id, reason=reason, engine=live
+            )
+    except (DiscardRefused, IntegrityError, EngineError, TableHeldError) as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(err.exit_code) from None
-    for path in removed:
+    for table in done.dropped:
+        print(f"dropped {table}: {migration_id} created it, and it never served a reader")
+    for path in done.removed:
         print(f"removed {display_path(path)}")
     print(f"{contract_id}: {migration_id} discarded ({reason}); change the contract and run `plan` again")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -74,8 +76,29 @@ def _summary(files: int, unreadable: list[Problem], findings: list[Problem]) -> 
     return total
 
 
-def schema_command() -> None:
-    """Print the JSON Schema of the contract format (for editors: yaml-language-server)."""
+def schema_command(
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Write the schema to this file instead of printing it (e.g. contracts/contract.schema.json, "
+            "which a contract at contracts/<schema>/<table>.yaml names as $schema=../contract.schema.json).",
+        ),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of the contract format (for editors: yaml-language-server), or write it (-o)."""
     from delta_contracts.contract.jsonschema import contract_json_schema
+    from delta_contracts.contract.load import display_path
 
-    print(json.dumps(contract_json_schema(), indent=2))
+    text = json.dumps(contract_json_schema(), indent=2) + "\n"
+    if output is None:
+        print(text, end="")
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+    except OSError as err:
+        print(f"error: cannot write {output}: {err.strerror or err}", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT) from None
+    print(f"wrote {display_path(output)}")

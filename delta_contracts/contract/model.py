@@ -195,8 +195,19 @@ class Conversion(Frozen):
     inverse: str | None = Field(
         default=None,
         description="Spark SQL over this version's columns giving the previous value back, for the "
-        "compatibility view in the old shape; without it the old version gets no compatibility view.",
+        "compatibility view in the old shape; without it the old version gets no compatibility view. It must "
+        "give back every original value exactly: the copy refuses a row whose value it does not (15.411 "
+        "stored as 15.41 reads back as 15.41), unless the conversion is declared `lossy`.",
         examples=["CAST(txn_amt_paise AS DECIMAL(14,2)) / 100"],
+    )
+    lossy: StrictBool = Field(
+        default=False,
+        description="`true` accepts that the conversion changes values (rounding 15.411 to 15.41): the copy "
+        "proceeds, counts the rows whose value the conversion changes (those the `inverse`, or without one "
+        "a CAST back to the previous type, does not give back) and reports that count in `apply`'s output "
+        "and in the ledger; the compatibility view shows the changed values. A value the conversion turns "
+        "NULL (overflow, no such value) is refused either way.",
+        examples=[True],
     )
 
 

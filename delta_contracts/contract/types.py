@@ -384,3 +384,10 @@ def widens_to(old: SparkType, new: SparkType, delta_major: int) -> bool:
             for a, b in zip(old.fields, new.fields, strict=True)
         )
     return _widens_flat(old, new, delta_major)
+
+
+def lossless_cast(from_type: str, to_type: str) -> bool:
+    """A CAST that keeps every value: equal types, or any widening Delta 4 knows (Delta 3 merely cannot do
+    it in place). Any other type change needs the contract's `convert`, in `diff` as in `plan`."""
+    old, new = parse_type(from_type), parse_type(to_type)
+    return old == new or widens_to(old, new, 4)

@@ -128,9 +128,10 @@ def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Targe
             )
             yield change("DC-AD204", message, field, None, column)
         elif column.nullable:
+            default = f" with default {column.default!r}" if column.default is not None else ""
             yield change(
                 "DC-AD201",
-                f"nullable column {column.name} {canonical_or_text(column.type)} added{hint}",
+                f"nullable column {column.name} {canonical_or_text(column.type)} added{default}{hint}",
                 field,
                 None,
                 column,

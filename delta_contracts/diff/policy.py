@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from delta_contracts.contract.model import ChangeClass, Contract, Policy, semver_tuple
+from delta_contracts.contract.types import TypeParseError, canonical, lossless_cast
 from delta_contracts.diff.changes import RANK, Change
 
 
@@ -62,7 +63,29 @@ def verdict(old: Contract, new: Contract, changes: Sequence[Change]) -> Verdict:
             violations.append(
                 f"{c.code} {c.message}: breaking, refused by backwards_compatible without a major bump"
             )
+    violations.extend(unplannable(effective))
     return Verdict(effective, required, declared, declared_ok, tuple(violations))
+
+
+def unplannable(changes: Sequence[Change]) -> list[str]:
+    """Changes no migration can make as the contract says them, whatever the policy allows: `diff` refuses
+    them as `plan` does, so that a pull request that passes the check can be planned."""
+    out = []
+    for c in changes:
+        if c.code != "DC-MF107":
+            continue
+        before, after = c.columns()
+        try:
+            lossless = lossless_cast(before.type, after.type)
+        except TypeParseError:  # not a type: lint and diff say so on their own
+            continue
+        if after.convert is None and not lossless:
+            out.append(
+                f"{c.code} {c.message}: a CAST to {canonical(after.type)} can lose values (one that "
+                "overflows wraps or turns NULL, depending on the session's ANSI mode); declare `convert: "
+                "{expression: <SQL over the previous columns>, inverse: <SQL back, optional>}` on the column"
+            )
+    return out
 
 
 RANK_OF_DECLARED = {"patch": 1, "minor": 2, "major": 3}

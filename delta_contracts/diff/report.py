@@ -69,10 +69,24 @@ def render_text(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
         mark = "ok" if d.ok else "FAIL"
         versions = f"{d.old_version or '(new)'} -> {d.new_version or '(deleted)'}"
         lines.append(f"{d.contract_id} {versions}: {d.status}, {_bumps_in_words(d)} [{mark}]")
-        for problem in _problems(d):
-            lines.append(f"  ✗ {problem}")
-        for c in d.changes:
-            lines.append(f"  {c.code} {c.change_class.value:<5} {c.field}: {c.message}")
+        problems = _problems(d)
+        unclaimed = list(problems)
+        refused: dict[int, list[str]] = {}  # change index -> the refusals written for it
+        for i, c in enumerate(d.changes):
+            claimed = [p for p in unclaimed if p.startswith(f"{c.code} {c.message}: ")]
+            if claimed:
+                refused[i] = claimed
+                unclaimed = [p for p in unclaimed if p not in claimed]
+        lines += [f"  ✗ {problem}" for problem in unclaimed]
+        # A refused change is said once: its refusal, which names it (code and message), not again below.
+        for i, c in enumerate(d.changes):
+            if i in refused:
+                first, *more = refused[i]
+                lines.append(f"  ✗ {first}")
+                lines += [f"      and: {m.removeprefix(f'{c.code} {c.message}: ')}" for m in more]
+        for i, c in enumerate(d.changes):
+            if i not in refused:
+                lines.append(f"  {c.code} {c.change_class.value:<5} {c.field}: {c.message}")
     failing = sum(not d.ok for d in diffs)
     lines.append(f"{len(diffs) + unchanged_files} contract(s) compared, {failing} failing")
     return "\n".join(lines)

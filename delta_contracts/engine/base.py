@@ -55,12 +55,31 @@ class PartialOp(EngineError):
 
 
 class PreconditionFailed(EngineError):
-    def __init__(self, op: Op, condition: NoRowsWhere, count: int, samples: list[dict[str, Any]]) -> None:
+    """Rows break an op's pre-check. `broken`: what they break, as the condition's named parts say, with how
+    many rows break each (empty when the condition has no parts); the samples are of the first."""
+
+    def __init__(
+        self,
+        op: Op,
+        condition: NoRowsWhere,
+        count: int,
+        samples: list[dict[str, Any]],
+        broken: Sequence[tuple[str, int, str]] = (),
+    ) -> None:
         self.op, self.count, self.samples = op, count, samples
+        self.broken = [(why, n) for why, n, _ in broken]
         shown = "\n".join(f"    {row}" for row in samples)
+        if not broken:
+            super().__init__(
+                f"{op.summary()}: {count} row(s) of {condition.table} violate it "
+                f"(WHERE {condition.predicate}); fix them first. Sample:\n{shown}"
+            )
+            return
+        lines = "\n".join(f"  - {why}: {n} row(s)" for why, n, _ in broken)
         super().__init__(
-            f"{op.summary()}: {count} row(s) of {condition.table} violate it "
-            f"(WHERE {condition.predicate}); fix them first. Sample:\n{shown}"
+            f"{op.summary()}: {count} row(s) of {condition.table} cannot be copied; fix them first, or "
+            f"change the contract and plan again:\n{lines}\n"
+            f"Sample of the first ({broken[0][0]}; WHERE {broken[0][2]}):\n{shown}"
         )
 
 
@@ -234,9 +253,15 @@ class Engine(ABC):
             if isinstance(check, NoRowsWhere):
                 count = self.count_where(check.table, check.predicate)
                 if count:
-                    raise PreconditionFailed(
-                        op, check, count, self.sample_where(check.table, check.predicate)
-                    )
+                    # one scan while it holds; only a failed check is taken apart, to say what broke
+                    broken = [
+                        (why, n, where)
+                        for why, where in check.parts
+                        if (n := self.count_where(check.table, where))
+                    ]
+                    sampled = broken[0][2] if broken else check.predicate
+                    samples = self.sample_where(check.table, sampled)
+                    raise PreconditionFailed(op, check, count, samples, broken)
             elif not self.holds(check, reads):
                 raise EngineError(f"{op.summary()}: precondition {check} does not hold")
 

@@ -81,6 +81,7 @@ def choose(
         where = Path(os.environ[ENV_WAREHOUSE])
     else:
         where = project_root / project.warehouse
+    where = Path(os.path.normpath(where))  # said as `/repo/warehouse`, not `/repo/contracts/../warehouse`
     ledger = project.ledger_table if chosen != "local" else None
     return EngineChoice(chosen, chosen_url, where, ledger, dict(project.spark_conf), command_line_conf)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
-from delta_contracts.contract.types import canonical, parse_type, widens_to
+from delta_contracts.contract.types import canonical, parse_type
 from delta_contracts.errors import ExitCode, FailedError
 from delta_contracts.live import TableId
 from delta_contracts.plan.ops import (
@@ -156,13 +156,6 @@ def create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:
 
 def add_check(table: TableId, phase: Phase, rule: CheckRule, reason: str = "contract rule") -> AddCheck:
     return AddCheck(table=table, phase=phase, name=rule.name, expression=rule.expression, reason=reason)
-
-
-def lossless_cast(from_type: str, to_type: str) -> bool:
-    """A CAST that keeps every value: equal types, or any widening Delta 4 knows (Delta 3 merely cannot do
-    it in place)."""
-    old, new = parse_type(from_type), parse_type(to_type)
-    return old == new or widens_to(old, new, 4)
 
 
 def converted(source: str, from_type: str, to_type: str) -> str:

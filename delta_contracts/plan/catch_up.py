@@ -83,6 +83,7 @@ class CatchUpRows(Op):
     # id). Written to migration files only when set, so files from before stay byte for byte.
     kept: tuple[str, ...] = ()
     omitted_when_empty: ClassVar[tuple[str, ...]] = ("kept",)
+    reasons: tuple[tuple[str, str], ...] = ()  # as CopyRows: what each part of `rejects` refuses
 
     def __post_init__(self) -> None:
         Op.__post_init__(self)
@@ -93,7 +94,7 @@ class CatchUpRows(Op):
         return TableAbsent(self.source)
 
     def precondition(self) -> Condition:
-        copied = copy_precondition(self.source, self.table, self.rejects)
+        copied = copy_precondition(self.source, self.table, self.rejects, self.reasons)
         if not self.key or self.strategy is CatchUpStrategy.INSERT_MISSING:
             return copied
         # The source's duplicates are in `rejects` (as for the copy); the new table may have got some since.
@@ -125,6 +126,7 @@ class CatchUpChoice:
     warning: str | None  # set only when the catch-up copies the whole table again
     note: str | None  # how a merge catches up (the warning says it for a copy)
     copy_rejects: str | None  # the populate copy's pre-check, with what this catch-up needs of the old rows
+    copy_reasons: tuple[tuple[str, str], ...]  # its parts, named
 
 
 def duplicated_key(table: TableId, key: Sequence[str]) -> str:
@@ -153,6 +155,8 @@ def choose_catch_up(
         by_source = dict(copy.mapping)
         old_keys = duplicated_key(copy.source, [by_source[k] for k in key])
         rejects = x.any_of([p for p in (copy.rejects, old_keys) if p is not None])
+        shared = f"rows of {source} share a key ({', '.join(key)}) the catch-up merges on"
+        reasons = (*copy.reasons, (shared, old_keys))
         strategy = CatchUpStrategy.MERGE_ON_KEY
         how = f"merges on the unique key ({', '.join(key)}), reading every row of {source}"
         nullable = [c for c in key if (col := new.column(c)) is None or col.nullable]
@@ -173,6 +177,7 @@ def choose_catch_up(
             strategy=strategy,
             rejects=rejects,
             kept=tuple(c.name for c in new.columns if c.identity is not None and c.name in by_source),
+            reasons=reasons,
             reason="catch rows written since populate",
         )
         note = (
@@ -180,7 +185,7 @@ def choose_catch_up(
             f"(Delta does not enforce it): populate and cutover refuse rows of {source} sharing a key, and "
             f"cutover refuses rows of {target} sharing one"
         )
-        return CatchUpChoice(op, None, note, rejects)
+        return CatchUpChoice(op, None, note, rejects, reasons)
     partitions = _partition_columns(new, copy)
     unhashable = [c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()]
     if partitions is not None and not unhashable:
@@ -193,6 +198,7 @@ def choose_catch_up(
             partition_by=partitions,
             strategy=CatchUpStrategy.PARTITIONS,
             rejects=copy.rejects,
+            reasons=copy.reasons,
             reason="catch rows written since populate",
         )
         how = (
@@ -202,7 +208,7 @@ def choose_catch_up(
         )
         if feed:
             how += " (the change data feed is applied by key, and the contract declares no unique key)"
-        return CatchUpChoice(op, None, how, copy.rejects)
+        return CatchUpChoice(op, None, how, copy.rejects, copy.reasons)
     why = "the contract declares no unique key (`quality.unique`) to merge on"
     if partitions is None:
         why += " and no partitioning (`table.partitioned_by`) to compare partitions by"
@@ -220,9 +226,10 @@ def choose_catch_up(
         source=copy.source,
         mapping=copy.mapping,
         rejects=copy.rejects,
+        reasons=copy.reasons,
         reason="catch rows written since populate",
     )
-    return CatchUpChoice(repeat, warning, None, copy.rejects)
+    return CatchUpChoice(repeat, warning, None, copy.rejects, copy.reasons)
 
 
 def _partition_columns(new: Contract, copy: CopyRows) -> tuple[str, ...] | None:
@@ -384,6 +391,7 @@ def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows
         key=key,
         strategy=CatchUpStrategy.INSERT_MISSING,
         rejects=bulk.rejects,
+        reasons=bulk.reasons,
         reason="fence: rows committed to the old table until it was closed to writers",
     )
 

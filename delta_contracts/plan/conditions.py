@@ -129,10 +129,12 @@ class StampedAfter:
 
 @dataclass(frozen=True, slots=True)
 class NoRowsWhere:
-    """Data condition: `SELECT count(*) FROM table WHERE predicate` is 0."""
+    """Data condition: `SELECT count(*) FROM table WHERE predicate` is 0. `parts`, when given, say what the
+    rows break: (why, predicate) pairs whose OR is `predicate`, counted one by one only when it fails."""
 
     table: TableId
     predicate: str
+    parts: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -566,6 +566,12 @@ class CopyRows(Op):
     # Rows of the source the target would refuse or that a conversion would lose (a predicate over the
     # source): checked on the rows to be copied, since the new table is still empty.
     rejects: str | None = None
+    # What each kind of rejected row breaks, (why, predicate over the source): their OR is `rejects`. Named
+    # in the refusal, counted only once the pre-check has failed.
+    reasons: tuple[tuple[str, str], ...] = ()
+    # (column, predicate over the source): the rows whose value the column's declared `lossy` conversion
+    # changes, counted before the copy and reported (apply's output, the ledger).
+    lossy: tuple[tuple[str, str], ...] = ()
 
     def postcondition(self) -> Condition:
         # The copy reruns for as long as its source is a table — the cutover copy exists to catch rows written
@@ -574,7 +580,7 @@ class CopyRows(Op):
         return TableAbsent(self.source)
 
     def precondition(self) -> Condition:
-        return copy_precondition(self.source, self.table, self.rejects)
+        return copy_precondition(self.source, self.table, self.rejects, self.reasons)
 
     def result_condition(self) -> Condition:
         # The postcondition (source gone) only becomes true at cutover; right after a copy both tables stand.
@@ -584,13 +590,15 @@ class CopyRows(Op):
         return f"copy rows {self.source} -> {self.table}"
 
 
-def copy_precondition(source: TableId, target: TableId, rejects: str | None) -> Condition:
-    """Both tables stand, and no row of the source is one the target would refuse (`rejects`), for every op
-    that copies rows from a source table into a new one."""
+def copy_precondition(
+    source: TableId, target: TableId, rejects: str | None, reasons: tuple[tuple[str, str], ...] = ()
+) -> Condition:
+    """Both tables stand, and no row of the source is one the target would refuse (`rejects`, whose parts
+    `reasons` name), for every op that copies rows from a source table into a new one."""
     tables: tuple[Condition, ...] = (TableExists(source), TableExists(target))
     if rejects is None:
         return AllOf(tables)
-    return AllOf((*tables, NoRowsWhere(source, rejects)))
+    return AllOf((*tables, NoRowsWhere(source, rejects, reasons)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from delta_contracts.contract.model import Contract, IdentityGeneration, Versioning
 from delta_contracts.contract.pairing import ColumnPairing
-from delta_contracts.contract.types import canonical
+from delta_contracts.contract.types import canonical, lossless_cast
 from delta_contracts.diff.compare import Comparison
 from delta_contracts.live import TableId
 from delta_contracts.plan.building import (
@@ -21,7 +21,6 @@ from delta_contracts.plan.building import (
     default_sql,
     gate_for,
     initial_state,
-    lossless_cast,
     stamp_op,
     versioned_name,
 )
@@ -81,16 +80,19 @@ def plan_versioned(
         b.add(op)
     mapping = copy_mapping(pairing, new)
     identities = _copied_identities(pairing, new)
+    checks = copy_checks(pairing, new, mapping)
     copy = CopyRows(
         table=new_physical,
         phase=Phase.POPULATE,
         source=old_physical,
         mapping=mapping,
-        rejects=copy_rejects(pairing, new, mapping),
+        rejects=checks.rejects,
+        reasons=checks.reasons,
+        lossy=checks.lossy,
         reason="copy rows",
     )
     catch_up = choose_catch_up(copy, new, state.properties)
-    b.add(replace(copy, rejects=catch_up.copy_rejects))
+    b.add(replace(copy, rejects=catch_up.copy_rejects, reasons=catch_up.copy_reasons))
     for column in identities:
         b.add(SyncIdentity(table=new_physical, phase=Phase.POPULATE, column=column, reason="after the copy"))
     b.add(catch_up.op)
@@ -264,40 +266,77 @@ def copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str]
     return tuple(mapping)
 
 
-def copy_rejects(pairing: ColumnPairing, new: Contract, mapping: tuple[tuple[str, str], ...]) -> str | None:
+@dataclass(frozen=True, slots=True)
+class CopyChecks:
+    """What the copy checks of the old rows, and what it counts."""
+
+    rejects: str | None  # rows the copy must not meet (the pre-check): the OR of `reasons`
+    reasons: tuple[tuple[str, str], ...]  # (what a row breaks, the predicate of the rows breaking it)
+    lossy: tuple[tuple[str, str], ...]  # (column, rows whose value its declared lossy conversion changes)
+
+
+def copy_checks(pairing: ColumnPairing, new: Contract, mapping: tuple[tuple[str, str], ...]) -> CopyChecks:
     """Rows of the old table the copy must not meet: a NULL bound for a NOT NULL column, a broken rule, or a
-    value a conversion loses — evaluated on the old rows, since the new table is still empty."""
+    value a conversion loses (NULL after it, or not given back by the `inverse` unless the conversion is
+    declared `lossy`) — evaluated on the old rows, since the new table is still empty. Each with the words
+    that name it when rows break it; and, of a `lossy` conversion, the rows whose value it changes."""
     values = {name: x.never_raising(value) for name, value in mapping}
     sources = {after.name: before for before, after in pairing.matched}
-    # NOT NULL holds already where a NOT NULL column is copied as it is (or widened).
-    found = [
-        x.is_null_text(values[c.name])
-        for c in new.columns
-        if not c.nullable
-        and not (
-            (before := sources.get(c.name)) is not None
-            and not before.nullable
-            and lossless_cast(before.type, c.type)
-        )
-    ]
-    found += [
-        x.substitute_columns(violation_predicate(rule.expression), values)
-        for rule in contract_rules(new).values()
-    ]
+    found: list[str] = []  # the pre-check as it always read, one part per column
+    reasons: list[tuple[str, str]] = []
+    lossy: list[tuple[str, str]] = []
+    for c in new.columns:
+        before = sources.get(c.name)
+        # NOT NULL holds already where a NOT NULL column is copied as it is (or widened).
+        if c.nullable or (before is not None and not before.nullable and lossless_cast(before.type, c.type)):
+            continue
+        null = x.is_null_text(values[c.name])
+        found.append(null)
+        reasons.append((f"column {c.name} is NOT NULL, but the copy gives it NULL", null))
+    for rule in contract_rules(new).values():
+        broken = x.substitute_columns(violation_predicate(rule.expression), values)
+        found.append(broken)
+        reasons.append((f"rule {rule.name} ({rule.expression}) does not hold of the copied row", broken))
     for column in new.columns:
         before = sources.get(column.name)
         if before is None or column.convert is None or lossless_cast(before.type, column.type):
             continue
+        convert, to_type = column.convert, canonical(column.type)
         attempt = values[column.name]
-        round_trip = None
-        if column.convert.inverse is not None and before.name.casefold() in x.referenced_columns(
-            column.convert.expression
-        ):
-            back = x.cast_text(column.convert.inverse, canonical(before.type))
-            round_trip = x.never_raising(x.substitute_columns(back, {**values, column.name: attempt}))
-        used = sorted(x.referenced_columns(column.convert.expression))
-        found.append(x.lost_in_conversion(used, attempt, round_trip))
-    return x.any_of(found)
+        used = sorted(x.referenced_columns(convert.expression))
+        overflow = x.overflowed(used, attempt)
+        reasons.append(
+            (
+                f"column {column.name}: the conversion to {to_type} gives NULL where the source is not NULL "
+                "(overflow, or no such value): refused, lossy or not",
+                overflow,
+            )
+        )
+        single = len(used) == 1 and before.name.casefold() in used
+        back = convert.inverse
+        if back is None and convert.lossy:
+            back = x.sql(x.column(column.name))  # a CAST back to the previous type says what changed
+        if not single or back is None:
+            found.append(overflow)
+            continue
+        round_trip = x.never_raising(
+            x.substitute_columns(x.cast_text(back, canonical(before.type)), {**values, column.name: attempt})
+        )
+        changed = x.not_given_back(before.name, round_trip)
+        if convert.lossy:
+            found.append(overflow)
+            lossy.append((column.name, changed))
+            continue
+        found.append(x.lost_in_conversion(overflow, changed))
+        reasons.append(
+            (
+                f"column {column.name}: the inverse does not give back the original value (the conversion "
+                f"to {to_type} changes it: lossy); declare `convert: {{lossy: true}}` on the column to copy "
+                "such rows anyway, counted",
+                changed,
+            )
+        )
+    return CopyChecks(x.any_of(found), tuple(reasons), tuple(lossy))
 
 
 def _compat_columns(pairing: ColumnPairing, old: Contract) -> tuple[tuple[str, str], ...] | None:

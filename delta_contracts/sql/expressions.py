@@ -222,17 +222,28 @@ def refusing_loss(expression_text: str, type_text: str, message: str) -> str:
     return sql(exp.Case(ifs=[exp.If(this=lost, true=refusal)], default=attempt))
 
 
-def lost_in_conversion(sources: Sequence[str], converted_text: str, round_trip: str | None) -> str:
-    """Rows a conversion would lose: a source value there but NULL after it (overflow, bad text, whatever
-    ANSI mode says, as TRY_CAST never raises), or a value the inverse does not give back."""
+def overflowed(sources: Sequence[str], converted_text: str) -> str:
+    """Rows a conversion loses: a source value there but NULL after it (overflow, bad text, whatever ANSI
+    mode says, as TRY_CAST never raises)."""
     present = exp.or_(*(exp.Not(this=exp.Is(this=column(s), expression=exp.Null())) for s in sources))
-    lost: exp.Expr = exp.and_(
-        exp.Paren(this=present), exp.Is(this=exp.Paren(this=parse(converted_text)), expression=exp.Null())
+    return sql(
+        exp.and_(
+            exp.Paren(this=present), exp.Is(this=exp.Paren(this=parse(converted_text)), expression=exp.Null())
+        )
     )
-    if round_trip is not None and len(sources) == 1:
-        same = exp.NullSafeEQ(this=exp.Paren(this=parse(round_trip)), expression=column(sources[0]))
-        lost = exp.or_(exp.Paren(this=lost), exp.Not(this=same))
-    return sql(lost)
+
+
+def not_given_back(source: str, round_trip: str) -> str:
+    """Rows whose value the conversion changes: the way back (`round_trip`, over the source row) does not give
+    the source value again (NULL-safe: a NULL that stays NULL is given back)."""
+    same = exp.NullSafeEQ(this=exp.Paren(this=parse(round_trip)), expression=column(source))
+    return sql(exp.Not(this=same))
+
+
+def lost_in_conversion(overflow: str, changed: str) -> str:
+    """The rows a conversion refuses: those it overflows, or whose value it changes (`overflowed`,
+    `not_given_back`)."""
+    return sql(exp.or_(exp.Paren(this=parse(overflow)), parse(changed)))
 
 
 def view_query(source: Sequence[str], columns: Sequence[tuple[str, str]]) -> exp.Select:

@@ -8,6 +8,7 @@ cells whose code path no other cell takes run in `make test`; the rest in the ex
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +22,9 @@ from delta_contracts.plan.planner import plan
 from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.engine.conftest import JVM
+from tests.engine.features import (
+    BASE as BASE_DOC,
+)
 from tests.engine.features import (
     CHANGES,
     FEATURES,
@@ -277,3 +281,98 @@ def test_a_rename_with_a_default_keeps_what_an_old_producer_wrote(spark_engine: 
         if op.phase.value in ("cutover", "contract"):
             spark_engine.apply_op(op)
     assert rows_of(spark_engine, state.physical)["p1"]["state"] == "held"
+
+
+# Every feature at once (clustering instead of partitioning): what `init --from-table` adopts, created again
+# in another schema, must give the same table definition.
+KITCHEN_SINK = [
+    "identity_by_default",
+    "generated_column",
+    "expression_default",
+    "literal_default",
+    "liquid_clustering",
+    "change_data_feed",
+    "row_tracking_deletion_vectors",
+    "column_mapping",
+    "check_constraint",
+    "comments",
+]
+
+
+def definition(engine: Engine, table: Any) -> dict[str, Any]:
+    """A table's definition as Delta stores it, field by field (nothing of the contract): each column's type,
+    nullability, comment, default, identity and generation expression (log metadata), the CHECKs, the
+    properties a user sets (not Delta's bookkeeping, not the contract stamp), partitioning, clustering (the
+    domain metadata, through DESCRIBE DETAIL) and the table features."""
+    from delta_contracts.sql.normalize import normalized
+
+    live = engine.describe(table)
+    assert live is not None
+    found = detail(engine, table)
+    fields = log_fields(live.location)
+    return {
+        "columns": [
+            {
+                "name": c.name,
+                "type": c.type,
+                "nullable": c.nullable,
+                "comment": c.comment,
+                "default": c.default,
+                "identity": c.identity,
+                "generated": None if c.generated is None else normalized(c.generated),
+                # Delta's own per-table bookkeeping left out: physical names and ids of column mapping, and
+                # an identity's high-water mark (the ids the table has given, not its definition)
+                "log_metadata_keys": sorted(
+                    k
+                    for k in fields[c.name]["metadata"]
+                    if not k.startswith("delta.columnMapping") and k != "delta.identity.highWaterMark"
+                ),
+            }
+            for c in live.columns
+        ],
+        "checks": dict(live.checks),
+        "properties": {
+            k: v
+            for k, v in live.properties.items()
+            if k not in BOOKKEEPING_PROPERTIES and not k.startswith("delta_contracts.")
+        },
+        "partitioning": list(live.partition_columns),
+        "clustering": found["clusteringColumns"],
+        "features": sorted(found["tableFeatures"]),
+        "comment": live.comment,
+    }
+
+
+@pytest.mark.parametrize(
+    "features",
+    [pytest.param(KITCHEN_SINK, id="every-feature")]
+    + [pytest.param([f], id=f, marks=EXHAUSTIVE) for f in FEATURES],
+)
+def test_an_adopted_table_created_elsewhere_has_the_same_definition(
+    spark_engine: Engine, features: list[str]
+) -> None:
+    from delta_contracts.adopt import contract_data
+    from delta_contracts.contract.model import Contract
+    from delta_contracts.create import create_table
+
+    schema = fresh_schema(spark_engine)
+    doc = copy.deepcopy(BASE_DOC)
+    doc["id"] = f"{schema}.orders"
+    for feature in features:
+        FEATURES[feature](doc)
+    original = Contract.model_validate(doc)
+    created, state = plan(None, original, Target.DELTA_4)
+    apply_all(spark_engine, created)
+    insert(spark_engine, state.physical, dict(NEW_ROW, status="open"))
+    live = spark_engine.describe(state.physical)
+    assert live is not None
+    adopted = contract_data(live, state.physical)
+    elsewhere = fresh_schema(spark_engine)
+    data = {**adopted.data, "id": f"{elsewhere}.orders", "owner": {"team": "orders"}}
+    assert create_table(spark_engine, Contract.model_validate(data)).created
+    copied, first = definition(spark_engine, (elsewhere, "orders")), definition(spark_engine, state.physical)
+    for field in first:  # field by field, so that a difference names its field
+        if field == "columns":
+            for was, now in zip(first["columns"], copied["columns"], strict=True):
+                assert now == was, (was, now)
+        assert copied[field] == first[field], field

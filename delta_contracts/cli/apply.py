@@ -276,12 +276,23 @@ def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None
         for why in waiting.reasons:
             print(f"  - {why}")
         print(f"  opens {waiting.gate}")
-    ran = [r for r in result.reports if r.status.value in {"succeeded", "forced"}]
     if not dry_run:
-        retried = (
-            f", {result.retries} commit(s) retried after a concurrent writer's" if result.retries else ""
-        )
-        print(f"{len(ran)} op(s) ran, {len(result.waiting)} waiting at gates{retried}")
+        print(_counts(result))
+
+
+def _counts(result: ApplyResult) -> str:
+    """The run in numbers, each counting the op lines printed with that status."""
+    statuses = [r.status.value for r in result.reports]
+    ran = sum(s in {"succeeded", "forced"} for s in statuses)
+    parts = [f"{ran} op(s) ran"]
+    if skipped := statuses.count("skipped"):
+        parts.append(f"{skipped} skipped (already in place)")
+    parts.append(f"{len(result.waiting)} held at gates")
+    if waiting := statuses.count("waiting"):
+        parts.append(f"{waiting} waiting on earlier ops or --phase")
+    if result.retries:
+        parts.append(f"{result.retries} commit(s) retried after a concurrent writer's")
+    return ", ".join(parts)
 
 
 HistoryIds = Annotated[list[str] | None, typer.Argument(help="Contract/table ids (default: all).")]

@@ -1,0 +1,116 @@
+"""What a new user hit (issue 38): an IoT team's versioned `iot.sensor_readings` on the embedded engine, at
+2.0.0 with the drop of `__v1` held by its gate, and 3.0.0 (a rename: a new table `__v3`) planned, its
+expand and populate run, its cutover waiting behind that held drop. Every message `apply`, `status`,
+`history` and pinned reads print there must tell the truth, in words or SQL, never a Python repr."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_contracts.cli import app
+
+pytestmark = pytest.mark.engine
+runner = CliRunner()
+
+PROJECT = """\
+target: delta-4
+migrations: ../migrations
+engine: {name: local, warehouse: ../warehouse}
+defaults:
+  owner: {team: iot}
+"""
+
+CONTRACT = """\
+apiVersion: delta-contracts/v1
+id: iot.sensor_readings
+version: {version}
+table: {{partitioned_by: [{partition}], versioning: versioned}}
+columns:
+  - {{name: sensor_id, type: bigint, nullable: false}}
+  - {{name: day, type: date}}
+  - {site}
+  - {{name: value, type: double}}
+"""
+SITE = "{name: site, type: string}"
+LOCATION = "{name: location, type: string, renamed_from: site}"
+V1, V2, V3 = "0001_create_1.0.0", "0002_1.0.0_to_2.0.0", "0003_2.0.0_to_3.0.0"
+
+
+def run(*args: str) -> tuple[int, str]:
+    """Exit code and standard output; standard error (the engine line, errors) is appended after a rule."""
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout + "\n---\n" + result.stderr
+
+
+def _write(root: Path, version: str, partition: str, site: str) -> None:
+    text = CONTRACT.format(version=version, partition=partition, site=site)
+    (root / "contracts/iot/sensor_readings.yaml").write_text(text)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project as the IoT team had it: 1.0.0 and 2.0.0 applied (the drop of __v1 held), a row in the
+    table, and 3.0.0 planned with its expand and populate run."""
+    from delta_contracts.apply import apply
+    from delta_contracts.engine.local import LocalEngine
+
+    root = tmp_path_factory.mktemp("iot")
+    (root / "contracts/iot").mkdir(parents=True)
+    (root / "contracts/contracts.yml").write_text(PROJECT)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        _write(root, "1.0.0", "day", SITE)
+        assert run("plan")[0] == 0
+        with LocalEngine(root / "warehouse") as engine:
+            assert apply(engine, root / "migrations").exit_code == 0
+            engine.sql("INSERT INTO `iot`.`sensor_readings__v1` VALUES (1, DATE'2026-11-01', 'north', 1.5)")
+            _write(root, "2.0.0", "site", SITE)
+            assert run("plan")[0] == 0
+            second = apply(engine, root / "migrations")
+            assert second.exit_code == 0 and [r.index for r in second.waiting] == [8], second.reports
+            _write(root, "3.0.0", "day", LOCATION)
+            assert run("plan")[0] == 0
+            third = apply(engine, root / "migrations", phases=["expand", "populate"])
+            assert third.exit_code == 0 and third.failure is None
+    return root
+
+
+@pytest.fixture
+def iot(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A copy of the built project of the test's own (the warehouse's paths are relative)."""
+    root = tmp_path / "iot"
+    shutil.copytree(built, root)
+    monkeypatch.chdir(root)
+    yield root
+
+
+def _marked(out: str, mark: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith(f"{mark} iot.")]
+
+
+# -- item 4: what waits, on what, and counts that add up -----------------------------------------------------
+
+
+def test_a_cutover_behind_a_held_drop_says_what_it_waits_on(iot: Path) -> None:
+    code, out = run("apply", "--phase", "cutover")
+    assert code == 0, out
+    cutover = [line for line in _marked(out, "…") if f"{V3} [cutover]" in line]
+    assert len(cutover) == 5, out
+    for line in cutover:
+        # It waits on the drop of __v1 (0002 op 8), which did not run: its phase was not selected and its gate
+        # is shut. Not on "phase contract", which is not this op's phase.
+        assert "(waiting: phase contract not selected" not in line, line
+        assert f"{V2} op 8 (drop table iot.sensor_readings__v1) has not run" in line, line
+        assert "its gate is shut" in line, line
+    drop = next(line for line in out.splitlines() if f"{V2} [contract] op 8" in line)
+    assert "phase contract not selected (--phase)" in drop and "its gate is shut" in drop, drop
+    # The count line adds up what was printed: nothing ran, nothing was held in this run's phases, every
+    # op printed as waiting is counted as waiting.
+    waiting, held = len(_marked(out, "…")), len(_marked(out, "⏸"))
+    assert (waiting, held) == (9, 0), out
+    assert f"0 op(s) ran, {held} held at gates, {waiting} waiting on earlier ops or --phase" in out, out

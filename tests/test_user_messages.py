@@ -114,3 +114,27 @@ def test_a_cutover_behind_a_held_drop_says_what_it_waits_on(iot: Path) -> None:
     waiting, held = len(_marked(out, "…")), len(_marked(out, "⏸"))
     assert (waiting, held) == (9, 0), out
     assert f"0 op(s) ran, {held} held at gates, {waiting} waiting on earlier ops or --phase" in out, out
+
+
+# -- item 5: status names the table that carries the stamp ---------------------------------------------------
+
+
+def test_status_names_the_stamped_live_table_and_the_next_one(iot: Path) -> None:
+    import json
+
+    code, out = run("status")
+    assert code == 0, out
+    line = next(line for line in out.splitlines() if line.startswith("iot.sensor_readings contract"))
+    # __v2 is live and stamped 2.0.0; __v3 exists, filled by 0003, and carries no stamp yet.
+    assert "table iot.sensor_readings__v2 stamped 2.0.0" in line, line
+    assert "iot.sensor_readings__v3 stamped" not in line, line
+    assert "next iot.sensor_readings__v3 (not stamped yet)" in line, line
+    assert "write iot.sensor_readings__v2" in line, line
+    code, out = run("status", "--format", "json")
+    (row,) = json.loads(out.split("\n---\n")[0])["tables"]
+    assert (row["table"], row["stamped"], row["write"]) == (
+        "iot.sensor_readings__v2",
+        "2.0.0",
+        "iot.sensor_readings__v2",
+    )
+    assert row["next"] == {"table": "iot.sensor_readings__v3", "exists": True, "stamped": None}

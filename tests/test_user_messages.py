@@ -138,3 +138,19 @@ def test_status_names_the_stamped_live_table_and_the_next_one(iot: Path) -> None
         "iot.sensor_readings__v2",
     )
     assert row["next"] == {"table": "iot.sensor_readings__v3", "exists": True, "stamped": None}
+
+
+# -- item 6: a pin of a planned version is not served yet ---------------------------------------------------
+
+
+def test_a_pin_of_a_version_not_served_yet_says_so(iot: Path) -> None:
+    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.quality.read import PinNotServedError, resolve
+
+    with LocalEngine(iot / "warehouse") as engine, pytest.raises(PinNotServedError) as raised:
+        resolve(engine, "iot.sensor_readings", "^3", migrations=iot / "migrations")
+    message = str(raised.value)
+    assert "not served yet" in message and "any more" not in message, message
+    assert V3 in message and "cutover" in message, message  # the migration that will serve it
+    assert "live version 2.0.0" in message, message
+    assert "^3 instead" not in message and "read version ^2" in message, message

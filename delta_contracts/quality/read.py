@@ -31,6 +31,7 @@ from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
+    from delta_contracts.plan.migrations import StoredMigration
 
 _SPEC = re.compile(r"^\s*(\^|~|=)?\s*(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?\s*$")
 
@@ -144,6 +145,7 @@ def resolve(
     parts = latest.table_parts
 
     current = _current(engine, parts, views)
+    stamp_now = current[1] if current is not None else None  # the version readers of the contract's name get
     if current is not None:
         kind, stamp, live = current
         if stamp is not None and spec.allows(stamp):
@@ -162,10 +164,14 @@ def resolve(
             raise PinNotServedError(
                 f"{contract_id} {spec.text}: the compatibility view {versioned} that serves "
                 f"{wanted.version} no longer reads ({broken}); a later migration removed or changed what it "
-                f"reads. Read version ^{semver_tuple(latest.version)[0]} instead"
+                f"reads. Read version ^{semver_tuple(stamp_now or latest.version)[0]} instead"
             )
         return Served(contract_id, wanted.version, str(versioned), "compatibility_view", (), True, successor)
 
+    # A version newer than the live one is planned, not served: the live table is no "deprecated" shape of it.
+    nothing = current is None and old is None  # nothing was ever created, or it is all planned
+    if nothing or (stamp_now is not None and semver_tuple(wanted.version) > semver_tuple(stamp_now)):
+        raise PinNotServedError(_not_served_yet(contract_id, spec, wanted, history, stamp_now))
     if current is not None and _has_shape(current[2], wanted):
         live = current[2]
         left = _window_left(live, DEPRECATED_COLUMNS, window, now)
@@ -256,8 +262,28 @@ def _not_served(
             for change in diff(before, after)
             if change.change_class.value == "major"
         ]
-    lines.append(f"  read version ^{semver_tuple(latest.version)[0]} instead")
+    served = current[1] if current and current[1] else latest.version
+    lines.append(f"  read version ^{semver_tuple(served)[0]} instead")
     return "\n".join(lines)
+
+
+def _not_served_yet(
+    contract_id: str, spec: VersionSpec, wanted: Contract, history: list[StoredMigration], live: str | None
+) -> str:
+    """A pin of a version planned but not live yet: the migrations that will serve it (their cutover makes
+    it the live version), and what to read until then."""
+    pending = [
+        m.migration_id
+        for m in history
+        if (live is None or semver_tuple(m.contract.version) > semver_tuple(live))
+        and semver_tuple(m.contract.version) <= semver_tuple(wanted.version)
+    ]
+    now = f"live version {live}" if live else "no live table"
+    until = f"; read version ^{semver_tuple(live)[0]} until then" if live else ""
+    return (
+        f"{contract_id} {spec.text} is not served yet ({now}): {wanted.version} is served once the cutover "
+        f"of {', '.join(pending)} has run (`delta-contracts apply`){until}"
+    )
 
 
 def _window_left(live: LiveTable, mark: str, window: timedelta, now: datetime) -> timedelta | None:

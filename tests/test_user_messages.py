@@ -154,3 +154,28 @@ def test_a_pin_of_a_version_not_served_yet_says_so(iot: Path) -> None:
     assert V3 in message and "cutover" in message, message  # the migration that will serve it
     assert "live version 2.0.0" in message, message
     assert "^3 instead" not in message and "read version ^2" in message, message
+
+
+# -- item 7: a deprecated pin names the version served now, and the time left in words ---------------------
+
+
+def test_a_deprecated_pin_names_the_version_served_and_the_time_left_in_words(iot: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.quality.read import DeprecatedVersionWarning, read, resolve
+
+    with LocalEngine(iot / "warehouse") as engine:
+        at = datetime.now(UTC)
+        served = resolve(engine, "iot.sensor_readings", "^1", migrations=iot / "migrations", now=at)
+        assert served.window_left is not None
+        ends = at + served.window_left  # the mark's time and the 30 days' window
+        now = ends - timedelta(days=29, hours=23, minutes=58, seconds=30)  # 29 days 23 hours and more left
+        with pytest.warns(DeprecatedVersionWarning) as warned:
+            rows = read(engine, "iot.sensor_readings", "^1", migrations=iot / "migrations", now=now)
+        assert [r["site"] for r in rows.collect()] == ["north"]
+    (message,) = [str(w.message) for w in warned]
+    assert "move to iot.sensor_readings 2.0.0" in message and "3.0.0" not in message, message
+    assert "29 days 23 hours of its deprecation window left" in message, message
+    assert f"it ends {ends:%Y-%m-%d %H:%M} UTC" in message, message
+    assert "days," not in message and ":58:" not in message, message  # no timedelta repr

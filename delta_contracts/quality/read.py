@@ -107,9 +107,10 @@ def read(
     from delta_contracts.engine.select import as_engine
 
     engine = as_engine(spark_or_engine)
+    now = now or datetime.now(UTC)
     served = resolve(engine, contract_id, version, migrations=migrations, now=now)
     if served.deprecated:
-        left = _window_text(served.window_left)
+        left = _window_text(served.window_left, now)
         warnings.warn(
             DeprecatedVersionWarning(
                 f"{served.contract_id} {served.version} (read from {served.name}, {served.kind}) is "
@@ -138,7 +139,6 @@ def resolve(
         known = ", ".join(m.contract.version for m in history)
         raise PinNotServedError(f"{contract_id} has no version matching {spec.text} (versions: {known})")
     wanted = max(matching, key=lambda c: semver_tuple(c.version))
-    successor = f"{latest.id} {latest.version}"
     window = duration(latest.evolution.deprecation_window)
     views = {_key(k): v for k, v in engine.views().items()}
     now = now or datetime.now(UTC)
@@ -146,6 +146,8 @@ def resolve(
 
     current = _current(engine, parts, views)
     stamp_now = current[1] if current is not None else None  # the version readers of the contract's name get
+    # What a deprecated version's readers move to: the newest version served, not one merely planned.
+    successor = f"{latest.id} {stamp_now or latest.version}"
     if current is not None:
         kind, stamp, live = current
         if stamp is not None and spec.allows(stamp):
@@ -306,9 +308,26 @@ def _window_left(live: LiveTable, mark: str, window: timedelta, now: datetime) -
     return since + window - now
 
 
-def _window_text(left: timedelta | None) -> str:
+def _window_text(left: timedelta | None, now: datetime) -> str:
     if left is None:
         return "no drop scheduled (kept until a migration removes it)"
+    ends = f"{now + left:%Y-%m-%d %H:%M} UTC"
     if left <= timedelta(0):
-        return f"its deprecation window ended {-left} ago: it may be dropped at the next apply"
-    return f"{left} of its deprecation window left"
+        ended = f"its deprecation window ended {spoken(-left)} ago ({ends})"
+        return f"{ended}: it may be dropped at the next apply"
+    return f"{spoken(left)} of its deprecation window left (it ends {ends})"
+
+
+def spoken(span: timedelta) -> str:
+    """A duration in words, to its two largest units, rounded down: `29 days 23 hours`, `5 minutes`."""
+    seconds = int(span.total_seconds())
+    units = (("day", 86_400), ("hour", 3_600), ("minute", 60), ("second", 1))
+    parts: list[str] = []
+    for name, size in units:
+        count, seconds = divmod(seconds, size)
+        if count or parts:
+            parts.append(f"{count} {name}{'' if count == 1 else 's'}")
+        if len(parts) == 2:
+            break
+    shown = [part for part in parts if not part.startswith("0 ")]
+    return " ".join(shown) or "0 seconds"

@@ -179,3 +179,56 @@ def test_a_deprecated_pin_names_the_version_served_and_the_time_left_in_words(io
     assert "29 days 23 hours of its deprecation window left" in message, message
     assert f"it ends {ends:%Y-%m-%d %H:%M} UTC" in message, message
     assert "days," not in message and ":58:" not in message, message  # no timedelta repr
+
+
+# -- item 8: every condition shown is SQL or plain words -------------------------------------------------
+
+
+def test_dry_run_shows_pre_checks_as_sql_or_words(iot: Path) -> None:
+    code, out = run("apply", "--dry-run", "--force", "--reason", "what would run")
+    assert code == 0, out
+    checks = [line for line in out.splitlines() if line.startswith("-- pre-check")]
+    assert checks, out
+    for line in checks:
+        assert "TableExists" not in line and "(table=" not in line, line
+        if line.startswith("-- pre-check, must return 0: "):
+            assert line.removeprefix("-- pre-check, must return 0: ").startswith("SELECT COUNT(*)"), line
+    # the catch-up into __v3 needs both tables: said in words
+    assert "-- pre-check: table iot.sensor_readings__v2 exists" in checks, checks
+    assert "-- pre-check: table iot.sensor_readings__v3 exists" in checks, checks
+
+
+def test_every_condition_is_described_in_words() -> None:
+    """No condition kind, nor a table condition an op defines, is shown as its Python repr."""
+    from delta_contracts.live import TableId
+    from delta_contracts.plan import conditions as c
+    from delta_contracts.plan.ops import FeatureAbsent
+
+    t = TableId(("iot", "sensor_readings__v1"))
+    every = [
+        c.TableExists(t),
+        c.TableAbsent(t),
+        c.ViewDefined(t, "SELECT * FROM `iot`.`sensor_readings__v2`"),
+        c.ColumnPresent(t, "site"),
+        c.ColumnAbsent(t, "site"),
+        c.ColumnTypeIs(t, "site", "string"),
+        c.ColumnNullable(t, "site", False),
+        c.ColumnCommentIs(t, "site", "Where it's installed."),
+        c.ColumnDefaultIs(t, "site", None),
+        c.CheckIs(t, "value_positive", "value > 0"),
+        c.CheckAbsent(t, "value_positive"),
+        c.PropertiesSet(t, (("delta.appendOnly", "false"),)),
+        c.ClusteredBy(t, ("day",)),
+        c.TableCommentIs(t, None),
+        c.StampedAfter(t, "delta_contracts.version", "2.0.0"),
+        c.NoRowsWhere(t, "`site` IS NULL"),
+        FeatureAbsent(t, "deletionVectors"),
+    ]
+    described = [c.describe(condition) for condition in every]
+    for condition, text in zip(every, described, strict=True):
+        assert type(condition).__name__ not in text and "=(" not in text and "TableId" not in text, text
+        assert "iot.sensor_readings__v1" in text, text
+    assert described[0] == "table iot.sensor_readings__v1 exists"
+    assert described[7] == "column site of iot.sensor_readings__v1 has the comment 'Where it''s installed.'"
+    both = c.describe(c.AllOf((every[0], c.AnyOf((every[3], every[14])))))
+    assert both == f"{described[0]}, and ({described[3]} or {described[14]})", both

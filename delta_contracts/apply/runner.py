@@ -29,7 +29,7 @@ from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.apply.schedule import Schedule, Verdict
 from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
 from delta_contracts.errors import InputError
-from delta_contracts.plan.conditions import AllOf, NoRowsWhere
+from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, describe
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
@@ -64,7 +64,8 @@ class OpReport:
     path: str = ""
     version: int | None = None
     detail: str = ""
-    prechecks: tuple[str, ...] = ()
+    prechecks: tuple[str, ...] = ()  # SQL counting queries that must return 0 before it runs
+    requires: tuple[str, ...] = ()  # what else must hold of the tables before it runs, in words
     gate: str = ""  # what opens it
     reasons: tuple[str, ...] = ()  # why it is held or waiting
     retries: int = 0  # commits run again after another writer's commit won the race (engine.retry)
@@ -84,6 +85,7 @@ class OpReport:
             "version": self.version,
             "detail": self.detail,
             "prechecks": list(self.prechecks),
+            "requires": list(self.requires),
             "gate": self.gate,
             "reasons": list(self.reasons),
             "retries": self.retries,
@@ -142,22 +144,28 @@ def _tag(contract: str, stored: StoredMigration, index: int, op: Op, reason: str
     return json.dumps({"delta_contracts": meta}, ensure_ascii=False, sort_keys=True)
 
 
+def _preconditions(op: Op) -> tuple[Condition, ...]:
+    condition = op.precondition()
+    return condition.conditions if isinstance(condition, AllOf) else (condition,) if condition else ()
+
+
 def prechecks(op: Op) -> tuple[str, ...]:
-    """The queries that must return 0 before the op may run (tightening ops)."""
+    """The queries that must return 0 before the op may run (tightening ops, copies)."""
     from sqlglot import exp
 
     from delta_contracts.sql import expressions as x
 
-    condition = op.precondition()
-    checks = condition.conditions if isinstance(condition, AllOf) else (condition,) if condition else ()
     out = []
-    for check in checks:
+    for check in _preconditions(op):
         if isinstance(check, NoRowsWhere):
             query = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(x.table(check.table))
             out.append(x.sql(query.where(x.parse(check.predicate))))
-        else:
-            out.append(str(check))
     return tuple(out)
+
+
+def requirements(op: Op) -> tuple[str, ...]:
+    """The rest of the op's precondition, the metadata it needs of the tables, in words."""
+    return tuple(describe(c) for c in _preconditions(op) if not isinstance(c, NoRowsWhere))
 
 
 def _sql(op: Op) -> str:
@@ -332,6 +340,7 @@ class Runner:
             status,
             sql=_sql(op),
             prechecks=prechecks(op),
+            requires=requirements(op),
             gate=getattr(getattr(op, "gate", None), "describe", lambda: "")(),
         )
         return replace(base, **extra)  # type: ignore[arg-type]

@@ -256,6 +256,8 @@ def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None
         for report in result.reports:
             if report.status.value in {"would run", "would skip"}:
                 print(f"-- {report.migration_id} [{report.phase}] op {report.index}: {report.summary}")
+                for needed in report.requires:
+                    print(f"-- pre-check: {needed}")
                 for check in report.prechecks:
                     print(f"-- pre-check, must return 0: {check}")
                 if report.gate:

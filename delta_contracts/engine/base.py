@@ -19,6 +19,7 @@ from delta_contracts.plan.conditions import (
     Condition,
     NoRowsWhere,
     ViewDefined,
+    describe,
     holds,
 )
 from delta_contracts.plan.ops import Op
@@ -217,7 +218,7 @@ class Engine(ABC):
                         op, check, count, self.sample_where(check.table, check.predicate)
                     )
             elif not self.holds(check, reads):
-                raise EngineError(f"{op.summary()}: precondition {check} does not hold")
+                raise EngineError(f"{op.summary()}: it needs that {describe(check)}, which does not hold")
 
     def table_version(self, table: TableId) -> int | None:
         """The table's current Delta version, or None when there is no such table."""

@@ -232,3 +232,25 @@ def test_every_condition_is_described_in_words() -> None:
     assert described[7] == "column site of iot.sensor_readings__v1 has the comment 'Where it''s installed.'"
     both = c.describe(c.AllOf((every[0], c.AnyOf((every[3], every[14])))))
     assert both == f"{described[0]}, and ({described[3]} or {described[14]})", both
+
+
+def test_a_refused_pre_check_shows_its_sample_rows_as_json() -> None:
+    from datetime import date
+    from decimal import Decimal
+
+    from delta_contracts.engine.base import PreconditionFailed
+    from delta_contracts.live import TableId
+    from delta_contracts.plan.conditions import NoRowsWhere
+    from delta_contracts.plan.ops import DropTable, Gate, Phase
+
+    table = TableId(("iot", "sensor_readings__v1"))
+    drop = DropTable(
+        table=table,
+        phase=Phase.CONTRACT,
+        gate=Gate("P30D", "P14D", "delta_contracts.deprecated.table", (str(table),)),
+        left_behind="`site` IS NULL",
+    )
+    sample = {"sensor_id": 1, "day": date(2026, 11, 1), "site": None, "value": Decimal("1.50")}
+    refused = PreconditionFailed(drop, NoRowsWhere(table, "`site` IS NULL"), 1, [sample])
+    shown = str(refused).splitlines()[-1].strip()
+    assert shown == '{"sensor_id": 1, "day": "2026-11-01", "site": null, "value": "1.50"}', shown

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,7 +58,8 @@ class PartialOp(EngineError):
 class PreconditionFailed(EngineError):
     def __init__(self, op: Op, condition: NoRowsWhere, count: int, samples: list[dict[str, Any]]) -> None:
         self.op, self.count, self.samples = op, count, samples
-        shown = "\n".join(f"    {row}" for row in samples)
+        # Each sample row as JSON (dates, decimals and timestamps as their text), never a dict's repr.
+        shown = "\n".join(f"    {json.dumps(row, default=str, ensure_ascii=False)}" for row in samples)
         super().__init__(
             f"{op.summary()}: {count} row(s) of {condition.table} violate it "
             f"(WHERE {condition.predicate}); fix them first. Sample:\n{shown}"

@@ -5,6 +5,7 @@ expand and populate run, its cutover waiting behind that held drop. Every messag
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -254,3 +255,64 @@ def test_a_refused_pre_check_shows_its_sample_rows_as_json() -> None:
     refused = PreconditionFailed(drop, NoRowsWhere(table, "`site` IS NULL"), 1, [sample])
     shown = str(refused).splitlines()[-1].strip()
     assert shown == '{"sensor_id": 1, "day": "2026-11-01", "site": null, "value": "1.50"}', shown
+
+
+# -- item 9: versions only for commits, one name per op, held gates in the history --------------------------
+
+
+def test_apply_shows_a_version_only_for_an_op_that_committed_it(iot: Path) -> None:
+    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.live import TableId
+
+    tables = [TableId(("iot", f"sensor_readings__v{n}")) for n in (2, 3)]
+    with LocalEngine(iot / "warehouse") as engine:
+        before = {str(t): engine.table_version(t) for t in tables}
+    code, out = run("apply", "--force", "--reason", "the readers moved")
+    assert code == 0, out
+    ran = _marked(out, "!") + _marked(out, "✓")
+    assert len(ran) == 9, out  # 0002's contract phase, 0003's cutover and contract phases
+    shown: dict[str, list[int]] = {}
+    for line in ran:
+        version = re.search(r" → v(\d+)\)$", line)
+        if version is not None:
+            shown.setdefault(line.split(" ")[1], []).append(int(version[1]))
+    with LocalEngine(iot / "warehouse") as engine:
+        for table, versions in shown.items():
+            # each version shown is one this run committed: new, shown once, and in the table's history
+            start = before[table]
+            assert start is not None and all(v > start for v in versions), (table, start, versions)
+            assert versions == sorted(set(versions)), (table, versions)
+            if engine.describe(TableId.parse(table)) is not None:  # __v2 is dropped by 0003's contract phase
+                committed = {c.version for c in engine.history(TableId.parse(table))}
+                assert set(versions) <= committed, (table, versions, committed)
+    assert shown["iot.sensor_readings__v3"], out  # the stamp committed one
+    # the fence found every row in __v3 already: it committed nothing, and shows no version
+    fence = next(line for line in ran if f"{V3} [cutover] op 7:" in line)
+    assert "→ v" not in fence, fence
+
+
+def test_the_fence_has_one_name_in_apply_and_history(iot: Path) -> None:
+    code, out = run("apply", "--force", "--reason", "the readers moved")
+    assert code == 0, out
+    fence = next(line for line in out.splitlines() if f"{V3} [cutover] op 7:" in line)
+    assert "op 7: catch up rows iot.sensor_readings__v2 -> iot.sensor_readings__v3 (fence:" in fence, fence
+    code, out = run("history", "iot.sensor_readings")
+    assert code == 0, out
+    (line,) = [line for line in out.splitlines() if f"{V3} op 7 " in line]
+    assert f"{V3} op 7 [cutover] catch_up_rows: succeeded by" in line, line  # no commit: no version
+
+
+def test_history_records_the_drops_held_at_their_gates(iot: Path) -> None:
+    code, out = run("apply")
+    assert code == 0, out
+    code, out = run("history", "iot.sensor_readings")
+    assert code == 0, out
+    held = [line for line in out.splitlines() if ": held" in line]
+    # one row per held drop and run: the fixture's apply of 2.0.0, and this one (0002's drop, 0003's drop)
+    assert [line.split(" iot.sensor_readings ")[1].split(":")[0] for line in held] == [
+        f"{V3} op 8 [contract] drop_table",
+        f"{V2} op 8 [contract] drop_table",
+        f"{V2} op 8 [contract] drop_table",
+    ], out
+    assert "deprecation window P30D since" in held[1] and "no telemetry collected" in held[1], held[1]
+    assert f"and {V2} op 8 is held by its gate" in held[0], held[0]

@@ -62,13 +62,19 @@ class OpReport:
     status: OpStatus
     sql: str = ""
     path: str = ""
-    version: int | None = None
+    version: int | None = None  # the table's version after the op
+    version_before: int | None = None  # … and before it: the same when the op committed nothing
     detail: str = ""
     prechecks: tuple[str, ...] = ()  # SQL counting queries that must return 0 before it runs
     requires: tuple[str, ...] = ()  # what else must hold of the tables before it runs, in words
     gate: str = ""  # what opens it
     reasons: tuple[str, ...] = ()  # why it is held or waiting
     retries: int = 0  # commits run again after another writer's commit won the race (engine.retry)
+
+    @property
+    def committed(self) -> bool:
+        """Whether the op committed a new version of its table (a skipped or empty op commits none)."""
+        return self.version is not None and self.version != self.version_before
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -83,6 +89,8 @@ class OpReport:
             "sql": self.sql,
             "path": self.path,
             "version": self.version,
+            "version_before": self.version_before,
+            "committed": self.committed,
             "detail": self.detail,
             "prechecks": list(self.prechecks),
             "requires": list(self.requires),
@@ -291,6 +299,8 @@ class Runner:
                 if decision.verdict is not Verdict.RUN:
                     status = OpStatus(decision.verdict.value)
                     reasons = decision.reasons
+                    if status is OpStatus.HELD and not self.options.dry_run:
+                        self._record_held(contract, stored, index, op, reasons)
                     self._emit(run, self._report(contract, stored, index, op, status, reasons=reasons))
                     continue
                 report = self._run_op(contract, stored, index, op, lease, decision.forced)
@@ -298,6 +308,14 @@ class Runner:
                 if report.status is OpStatus.FAILED:
                     run.failure = report
                     return
+
+    def _record_held(
+        self, contract: str, stored: StoredMigration, index: int, op: Op, reasons: tuple[str, ...]
+    ) -> None:
+        """A row saying the run left the op at its shut gate, and why: `history` shows what waited when."""
+        detail = "; ".join(reasons)
+        held = self._entry(contract, stored, index, op, lg.Status.HELD, ended_at=lg.now(), detail=detail)
+        self._record(held)
 
     def _verify_checksums(self, contract: str, history: Sequence[StoredMigration]) -> None:
         for stored in history:
@@ -473,6 +491,7 @@ class Runner:
             OpStatus(attempt.status.value),
             path=attempt.path,
             version=attempt.version,
+            version_before=before,
             detail=attempt.detail,
             table=attempt.table,
             retries=retries,

@@ -5,9 +5,11 @@ expand and populate run, its cutover waiting behind that held drop. Every messag
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -316,3 +318,54 @@ def test_history_records_the_drops_held_at_their_gates(iot: Path) -> None:
     ], out
     assert "deprecation window P30D since" in held[1] and "no telemetry collected" in held[1], held[1]
     assert f"and {V2} op 8 is held by its gate" in held[0], held[0]
+
+
+# -- item 10: readers of the alias view are not readers of the table it served -----------------------------
+
+
+def _statements(path: Path, now: datetime) -> None:
+    """A dashboard reading the contract's name every minute (through the alias view, after the 2.0.0 cutover),
+    and a legacy job reading __v1 by its own name."""
+    rows = [
+        {
+            "statement_id": f"a{n}",
+            "statement": f"SELECT site, value FROM iot.sensor_readings WHERE sensor_id = {n}",
+            "user": "dashboard",
+            "time": (now + timedelta(minutes=n)).isoformat(),
+        }
+        for n in range(12)
+    ]
+    rows.append(
+        {
+            "statement_id": "b1",
+            "statement": "SELECT * FROM iot.sensor_readings__v1",
+            "user": "legacy",
+            "time": now.isoformat(),
+        }
+    )
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+
+
+def test_readers_of_the_alias_view_are_not_counted_against_the_tables_it_served(iot: Path) -> None:
+    _statements(iot / "statements.jsonl", datetime.now(UTC))
+    code, out = run(
+        "telemetry", "collect", "--source", "statements:statements.jsonl",
+        "--user-column", "user", "--time-column", "time", "--id-column", "statement_id",
+    )  # fmt: skip
+    assert code == 0, out
+    code, out = run("telemetry", "report", "--format", "json")
+    assert code == 0, out
+    reports = {r["object"]: r for r in json.loads(out.split("\n---\n")[0])["objects"]}
+    # __v2 is the live table (its mark never ran): not watched, nobody is counted against it as a table; the
+    # dashboard reads its column site, which 3.0.0 renames: that is worth knowing, and said as such
+    assert "iot.sensor_readings__v2" not in reports, reports.keys()
+    readers = reports["iot.sensor_readings__v2.site"]["readers"]
+    assert [(r["user"], r["reads"]) for r in readers] == [("dashboard", 12)], readers
+    # __v1 is deprecated: only the job naming it reads it; the dashboard follows the alias view
+    readers = reports["iot.sensor_readings__v1"]["readers"]
+    assert [(r["user"], r["reads"]) for r in readers] == [("legacy", 1)], readers
+    code, out = run("apply")
+    assert code == 0, out
+    held = out[out.index(f"waiting iot.sensor_readings__v1 {V2} op 8") :].split("\n  opens ")[0]
+    assert "iot.sensor_readings__v1: 1 reader(s) since" in held and "legacy" in held, held
+    assert "dashboard" not in held, held

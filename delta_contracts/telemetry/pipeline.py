@@ -292,7 +292,10 @@ def collect(
     )
     total = distinct.statements
     progress("logging", 0, 1)
-    rows = _reader_rows(spark, statements, distinct, source)
+    # A read of the alias view (or a table's earlier name) as a whole read the version it served then, the
+    # live one: logged, it would count against that table once a later cutover deprecates it.
+    followers = set(watched.followers)
+    rows = [r for r in _reader_rows(spark, statements, distinct, source) if r.object not in followers]
     appended = append_readers(state_dir, rows, now)
     errors = distinct.errors()
     unparsed = sum(errors.values())

@@ -369,3 +369,51 @@ def test_readers_of_the_alias_view_are_not_counted_against_the_tables_it_served(
     held = out[out.index(f"waiting iot.sensor_readings__v1 {V2} op 8") :].split("\n  opens ")[0]
     assert "iot.sensor_readings__v1: 1 reader(s) since" in held and "legacy" in held, held
     assert "dashboard" not in held, held
+
+
+def test_the_readers_report_shows_each_readers_latest_statements(iot: Path) -> None:
+    _statements(iot / "statements.jsonl", datetime.now(UTC))
+    code, out = run(
+        "telemetry", "collect", "--source", "statements:statements.jsonl",
+        "--user-column", "user", "--time-column", "time", "--id-column", "statement_id",
+    )  # fmt: skip
+    assert code == 0, out
+    code, out = run("telemetry", "report")
+    assert code == 0, out
+    lines = out.split("\n---\n")[0].splitlines()
+    legacy = next(line for line in lines if line.startswith("  legacy "))
+    assert legacy.endswith(
+        'e.g. "SELECT * FROM iot.sensor_readings__v1" (b1)  UNKNOWN (not a declared consumer)'
+    )
+    dashboard = next(line for line in lines if line.startswith("  dashboard "))
+    # the newest three, newest first (a11 ran last), as the statements they were; not ids sorted as text
+    newest = [
+        f'"SELECT site, value FROM iot.sensor_readings WHERE sensor_id = {n}" (a{n})' for n in (11, 10, 9)
+    ]
+    assert f"e.g. {'; '.join(newest)}" in dashboard, dashboard
+    code, out = run("telemetry", "report", "--format", "json")
+    reports = {r["object"]: r for r in json.loads(out.split("\n---\n")[0])["objects"]}
+    (reader,) = reports["iot.sensor_readings__v2.site"]["readers"]
+    assert reader["sample_statement_ids"] == ["a11", "a10", "a9"], reader
+    assert [s["text"] for s in reader["sample_statements"]] == [
+        f"SELECT site, value FROM iot.sensor_readings WHERE sensor_id = {n}" for n in (11, 10, 9)
+    ]
+
+
+def test_a_readers_log_from_before_the_statement_column_gains_it(tmp_path: Path) -> None:
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from delta_contracts.telemetry.log import ReaderRow, append_readers, read_rows
+    from delta_contracts.telemetry.names import Names
+    from delta_contracts.telemetry.store import readers_path, readers_schema
+
+    at = datetime(2026, 11, 20, tzinfo=UTC)
+    before = pa.schema([f for f in readers_schema() if f.name != "statement"])  # the log's old schema
+    old = {"object": "iot.t", "kind": "read", "user": "u", "client": "c", "statement_id": "x"}
+    rows = [{**old, "statement_time": at, "source": "s", "collected_at": at}]
+    write_deltalake(str(readers_path(tmp_path)), pa.Table.from_pylist(rows, schema=before))
+    new = ReaderRow("iot.t", "read", "u", "c", "y", at, "s", "SELECT * FROM iot.t")
+    assert append_readers(tmp_path, [new], at, Names()) == 1
+    logged = {r["statement_id"]: r["statement"] for r in read_rows(tmp_path)}
+    assert logged == {"x": None, "y": "SELECT * FROM iot.t"}

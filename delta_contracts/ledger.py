@@ -5,9 +5,10 @@ on `spark` and `connect`, contracts.yml's `engine.ledger` names a catalog table 
 
 Rows are only ever appended: an op attempt writes `started` before it runs and
 `succeeded`/`skipped`/`failed`/`forced` after, plus a `batch` row per finished batch of a batched backfill
-or copy (its watermark). `rehashed` rows record a deliberate checksum override, `created` rows the ops of
-`create`. Readers fold the events: the latest final row of an op says whether it is done; the ledger's
-claims on table versions tell drift which commits are ours.
+or copy (its watermark), and a `held` row for an op a run left at its shut gate (why, in `detail`).
+`rehashed` rows record a deliberate checksum override, `created` rows the ops of `create`. Readers fold
+the events: the latest final row of an op says whether it is done; the ledger's claims on table versions
+tell drift which commits are ours.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class Status(StrEnum):
     DISCARDED = "discarded"
     LEASE_BROKEN = "lease_broken"  # `apply --break-lease --reason`: an operator freed the table
     LEDGER_RESTARTED = "ledger_restarted"  # `apply --force --reason` on a stamped table this ledger never saw
+    HELD = "held"  # `apply` found the op's gate shut and left it; `detail` says why (nothing ran)
 
 
 DONE = frozenset({Status.SUCCEEDED, Status.SKIPPED, Status.FORCED})

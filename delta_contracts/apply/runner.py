@@ -29,7 +29,7 @@ from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.apply.schedule import Schedule, Verdict
 from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
 from delta_contracts.errors import InputError
-from delta_contracts.plan.conditions import AllOf, NoRowsWhere
+from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, describe
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, STAMP_VERSION, CopyRows, Op, Phase
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
@@ -62,12 +62,19 @@ class OpReport:
     status: OpStatus
     sql: str = ""
     path: str = ""
-    version: int | None = None
+    version: int | None = None  # the table's version after the op
+    version_before: int | None = None  # … and before it: the same when the op committed nothing
     detail: str = ""
-    prechecks: tuple[str, ...] = ()
+    prechecks: tuple[str, ...] = ()  # SQL counting queries that must return 0 before it runs
+    requires: tuple[str, ...] = ()  # what else must hold of the tables before it runs, in words
     gate: str = ""  # what opens it
     reasons: tuple[str, ...] = ()  # why it is held or waiting
     retries: int = 0  # commits run again after another writer's commit won the race (engine.retry)
+
+    @property
+    def committed(self) -> bool:
+        """Whether the op committed a new version of its table (a skipped or empty op commits none)."""
+        return self.version is not None and self.version != self.version_before
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -82,8 +89,11 @@ class OpReport:
             "sql": self.sql,
             "path": self.path,
             "version": self.version,
+            "version_before": self.version_before,
+            "committed": self.committed,
             "detail": self.detail,
             "prechecks": list(self.prechecks),
+            "requires": list(self.requires),
             "gate": self.gate,
             "reasons": list(self.reasons),
             "retries": self.retries,
@@ -142,22 +152,28 @@ def _tag(contract: str, stored: StoredMigration, index: int, op: Op, reason: str
     return json.dumps({"delta_contracts": meta}, ensure_ascii=False, sort_keys=True)
 
 
+def _preconditions(op: Op) -> tuple[Condition, ...]:
+    condition = op.precondition()
+    return condition.conditions if isinstance(condition, AllOf) else (condition,) if condition else ()
+
+
 def prechecks(op: Op) -> tuple[str, ...]:
-    """The queries that must return 0 before the op may run (tightening ops)."""
+    """The queries that must return 0 before the op may run (tightening ops, copies)."""
     from sqlglot import exp
 
     from delta_contracts.sql import expressions as x
 
-    condition = op.precondition()
-    checks = condition.conditions if isinstance(condition, AllOf) else (condition,) if condition else ()
     out = []
-    for check in checks:
+    for check in _preconditions(op):
         if isinstance(check, NoRowsWhere):
             query = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(x.table(check.table))
             out.append(x.sql(query.where(x.parse(check.predicate))))
-        else:
-            out.append(str(check))
     return tuple(out)
+
+
+def requirements(op: Op) -> tuple[str, ...]:
+    """The rest of the op's precondition, the metadata it needs of the tables, in words."""
+    return tuple(describe(c) for c in _preconditions(op) if not isinstance(c, NoRowsWhere))
 
 
 def _sql(op: Op) -> str:
@@ -283,6 +299,8 @@ class Runner:
                 if decision.verdict is not Verdict.RUN:
                     status = OpStatus(decision.verdict.value)
                     reasons = decision.reasons
+                    if status is OpStatus.HELD and not self.options.dry_run:
+                        self._record_held(contract, stored, index, op, reasons)
                     self._emit(run, self._report(contract, stored, index, op, status, reasons=reasons))
                     continue
                 report = self._run_op(contract, stored, index, op, lease, decision.forced)
@@ -290,6 +308,14 @@ class Runner:
                 if report.status is OpStatus.FAILED:
                     run.failure = report
                     return
+
+    def _record_held(
+        self, contract: str, stored: StoredMigration, index: int, op: Op, reasons: tuple[str, ...]
+    ) -> None:
+        """A row saying the run left the op at its shut gate, and why: `history` shows what waited when."""
+        detail = "; ".join(reasons)
+        held = self._entry(contract, stored, index, op, lg.Status.HELD, ended_at=lg.now(), detail=detail)
+        self._record(held)
 
     def _verify_checksums(self, contract: str, history: Sequence[StoredMigration]) -> None:
         for stored in history:
@@ -332,6 +358,7 @@ class Runner:
             status,
             sql=_sql(op),
             prechecks=prechecks(op),
+            requires=requirements(op),
             gate=getattr(getattr(op, "gate", None), "describe", lambda: "")(),
         )
         return replace(base, **extra)  # type: ignore[arg-type]
@@ -464,6 +491,7 @@ class Runner:
             OpStatus(attempt.status.value),
             path=attempt.path,
             version=attempt.version,
+            version_before=before,
             detail=attempt.detail,
             table=attempt.table,
             retries=retries,

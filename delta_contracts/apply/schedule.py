@@ -68,29 +68,39 @@ class Schedule:
             if index in done and not rerun:
                 yield index, op, Decision(Verdict.DONE)
                 continue
-            wait = self._wait(stored, index, op, early_pending)
+            wait, own = self._wait(stored, index, op, early_pending)
             if wait is not None:
+                decision, shut = self._waiting(stored, index, op, wait)
+                # The ops after it wait on this one when it waits for a reason of its own (named, with that
+                # reason), else on the op it waits on in turn (named already).
+                blocker = self._not_run(stored, index, op, wait, shut) if own else wait
                 if op.phase is Phase.CONTRACT:
-                    self.contract_blocked = wait
+                    self.contract_blocked = blocker
                 else:
-                    self.blocked, early_pending = wait, True
-                yield index, op, self._waiting(stored, index, op, wait)
+                    self.blocked, early_pending = blocker, True
+                yield index, op, decision
                 continue
             decision = self._at_gate(stored, index, op)
             if decision.verdict is Verdict.HELD:
                 self.contract_blocked = f"{stored.migration_id} op {index} is held by its gate"
             yield index, op, decision
 
-    def _wait(self, stored: StoredMigration, index: int, op: Op, early_pending: bool) -> str | None:
+    def _wait(
+        self, stored: StoredMigration, index: int, op: Op, early_pending: bool
+    ) -> tuple[str | None, bool]:
+        """Why the op waits (None: it does not), and whether the reason is its own rather than an earlier
+        op's that it waits on."""
         is_contract = op.phase is Phase.CONTRACT
         wait = self.contract_blocked if is_contract else self.blocked
         if wait is None and self.contract_blocked and moves_readers(stored, op):
             wait = f"{self.contract_blocked}; this versioned cutover would take from readers what it keeps"
-        if wait is None and is_contract and early_pending:
-            wait = f"{stored.migration_id}: earlier phases have not finished"
-        if wait is None and op.phase not in self.phases:
-            wait = f"phase {op.phase.value} not selected (--phase)"
-        return wait
+        if wait is not None:
+            return wait, False
+        if is_contract and early_pending:
+            return f"{stored.migration_id}: earlier phases have not finished", True
+        if op.phase not in self.phases:
+            return f"phase {op.phase.value} not selected (--phase)", True
+        return None, False
 
     def _at_gate(self, stored: StoredMigration, index: int, op: Op) -> Decision:
         """Run, forced or held: a destructive op waits for its gate, and so does a catch-up that must run
@@ -104,12 +114,23 @@ class Schedule:
             return Decision(Verdict.RUN, forced=self.force_reason)
         return Decision(Verdict.HELD, shut)
 
-    def _waiting(self, stored: StoredMigration, index: int, op: Op, wait: str) -> Decision:
-        """An op that cannot run yet. A drop among them still says what its own gate waits for: with several
-        drops pending, each is listed (held) with its own reasons, not only the first one."""
-        if op.phase is Phase.CONTRACT and op.destructive and op.phase in self.phases:
-            shut = self.gate(stored, index, op)
+    def _waiting(self, stored: StoredMigration, index: int, op: Op, wait: str) -> tuple[Decision, bool]:
+        """An op that cannot run yet, and whether its own gate is shut. A drop among them still says what its
+        own gate waits for: with several drops pending, each is listed (held) with its own reasons, not only
+        the first one; a drop whose phase was not selected says so, and that its gate is shut too."""
+        if not (op.phase is Phase.CONTRACT and op.destructive):
+            return Decision(Verdict.WAITING, (wait,)), False
+        shut = self.gate(stored, index, op)
+        if op.phase not in self.phases:
             if shut:
-                return Decision(Verdict.HELD, (*shut, f"and {wait}"))
-            return Decision(Verdict.WAITING, (wait, "its own gate is open"))
-        return Decision(Verdict.WAITING, (wait,))
+                return Decision(Verdict.WAITING, (wait, f"its gate is shut too: {'; '.join(shut)}")), True
+            return Decision(Verdict.WAITING, (wait,)), False
+        if shut:
+            return Decision(Verdict.HELD, (*shut, f"and {wait}")), True
+        return Decision(Verdict.WAITING, (wait, "its own gate is open")), False
+
+    @staticmethod
+    def _not_run(stored: StoredMigration, index: int, op: Op, wait: str, shut: bool) -> str:
+        """What the ops after a waiting op wait on: that op, what it does, and why it did not run."""
+        gate = ", and its gate is shut" if shut else ""
+        return f"{stored.migration_id} op {index} ({op.summary()}) has not run: {wait}{gate}"

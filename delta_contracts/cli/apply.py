@@ -84,7 +84,7 @@ def _ledger(
 
 def _line(report: OpReport) -> str:
     where = f" — {report.path}" if report.path and report.path != report.status.value else ""
-    version = f" → v{report.version}" if report.version is not None else ""
+    version = f" → v{report.version}" if report.committed else ""  # only a version this op committed
     status = report.status.value
     if report.reasons and report.status.value == "waiting":
         status += ": " + "; ".join(report.reasons)
@@ -258,6 +258,8 @@ def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None
         for report in result.reports:
             if report.status.value in {"would run", "would skip"}:
                 print(f"-- {report.migration_id} [{report.phase}] op {report.index}: {report.summary}")
+                for needed in report.requires:
+                    print(f"-- pre-check: {needed}")
                 for check in report.prechecks:
                     print(f"-- pre-check, must return 0: {check}")
                 if report.gate:
@@ -278,12 +280,23 @@ def _print_result(result: ApplyResult, fmt: OutputFormat, dry_run: bool) -> None
         for why in waiting.reasons:
             print(f"  - {why}")
         print(f"  opens {waiting.gate}")
-    ran = [r for r in result.reports if r.status.value in {"succeeded", "forced"}]
     if not dry_run:
-        retried = (
-            f", {result.retries} commit(s) retried after a concurrent writer's" if result.retries else ""
-        )
-        print(f"{len(ran)} op(s) ran, {len(result.waiting)} waiting at gates{retried}")
+        print(_counts(result))
+
+
+def _counts(result: ApplyResult) -> str:
+    """The run in numbers, each counting the op lines printed with that status."""
+    statuses = [r.status.value for r in result.reports]
+    ran = sum(s in {"succeeded", "forced"} for s in statuses)
+    parts = [f"{ran} op(s) ran"]
+    if skipped := statuses.count("skipped"):
+        parts.append(f"{skipped} skipped (already in place)")
+    parts.append(f"{len(result.waiting)} held at gates")
+    if waiting := statuses.count("waiting"):
+        parts.append(f"{waiting} waiting on earlier ops or --phase")
+    if result.retries:
+        parts.append(f"{result.retries} commit(s) retried after a concurrent writer's")
+    return ", ".join(parts)
 
 
 HistoryIds = Annotated[list[str] | None, typer.Argument(help="Contract/table ids (default: all).")]
@@ -300,7 +313,8 @@ def history_command(
     conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
-    """The apply ledger, newest first: migration, phase, op, status, Delta version, user, duration, reason."""
+    """The apply ledger, newest first: migration, phase, op, status, the Delta version it committed, user,
+    duration, reason; and each op a run left at its shut gate, with what it waits for."""
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.ledger import Status
 
@@ -335,11 +349,15 @@ def _entry_json(entry: LedgerEntry) -> dict[str, object]:
 
 
 def _history_line(e: LedgerEntry) -> str:
+    from delta_contracts.ledger import Status
+
     took = ""
     if e.started_at is not None and e.ended_at is not None:
         took = f" {(e.ended_at - e.started_at).total_seconds():.2f}s"
     status = "started (never finished: killed?)" if e.status == "started" else e.status
-    version = f" v{e.version}" if e.version is not None else ""
+    # The version the op committed; none when it committed nothing (the table's version did not move).
+    committed = e.version is not None and e.version != e.version_before
+    version = f" v{e.version}" if committed else ""
     when = f"{e.recorded_at:%Y-%m-%d %H:%M:%S}" if e.recorded_at else ""
     op = f" op {e.op_index} [{e.phase}] {e.op_kind}" if e.op_index else f" {e.op_kind}"
     line = f"{when} {e.contract} {e.migration_id}{op}: {status}{version} by {e.user}{took}"
@@ -347,6 +365,8 @@ def _history_line(e: LedgerEntry) -> str:
         line += f" — reason: {e.reason}"
     if e.error:
         line += f" — error: {e.error.splitlines()[0] if e.error.strip() else e.error}"
+    if e.status == Status.HELD and e.detail:
+        line += f" — waits for: {e.detail}"
     return line
 
 

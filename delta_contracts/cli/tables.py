@@ -269,7 +269,8 @@ def status_command(
     conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
-    """Per table: contract version, stamped version, and the migrations (and phases) still pending."""
+    """Per table: contract version, the live table and its stamped version (and the next table a pending
+    versioned migration fills), and the migrations (and phases) still pending."""
     from delta_contracts.apply.status import live_physical, pending_migrations
     from delta_contracts.cli.common import load_valid_contracts, migrations_root
     from delta_contracts.drift import compatibility_drift, write_target
@@ -300,13 +301,23 @@ def status_command(
             serving = table if current == planned else describe(current)
             stamped = serving.properties.get(STAMP_VERSION) if serving else None
             pending = [p.to_json() for p in pending_migrations(history, entries, contract.id)]
+            # The table named is the live one, whose stamp is shown; the planned one a pending versioned
+            # migration is filling is the next, with its own state (it has no stamp before its cutover).
+            upcoming: dict[str, object] | None = None
+            if current != planned:
+                upcoming = {
+                    "table": str(planned),
+                    "exists": table is not None,
+                    "stamped": table.properties.get(STAMP_VERSION) if table else None,
+                }
             rows.append(
                 {
                     "contract": contract.id,
                     "version": contract.version,
-                    "table": str(planned),
-                    "exists": table is not None,
+                    "table": str(current),
+                    "exists": serving is not None,
                     "stamped": stamped,
+                    "next": upcoming,
                     "read": contract.id,
                     # Producers write where readers read until a versioned cutover moves both: a planned
                     # table that a pending migration is still filling is not theirs yet (docs/migrations.md).
@@ -328,9 +339,12 @@ def status_command(
             pend = row["pending"]
             assert isinstance(pend, list)
             shown = ", ".join(f"{p['migration']} [{'/'.join(p['phases'])}]" for p in pend) or "none"
+            after = ""
+            if isinstance(row["next"], dict):
+                after = f", next {row['next']['table']} ({_next_state(row['next'])})"
             print(
                 f"{row['contract']} contract {row['version']}, table {row['table']} "
-                f"{_stamp_state(row)}; {_objects(row)}; pending: {shown}"
+                f"{_stamp_state(row)}{after}; {_objects(row)}; pending: {shown}"
             )
             for broken in row["broken"]:  # type: ignore[attr-defined]
                 print(f"  ✗ {broken}")
@@ -357,6 +371,13 @@ def _stamp_state(row: dict[str, object]) -> str:
     if row["stamped"]:
         return f"stamped {row['stamped']}"
     return "not stamped" if row["exists"] else "not created"
+
+
+def _next_state(upcoming: dict[str, object]) -> str:
+    """The state of the table a pending versioned migration is filling."""
+    if upcoming["stamped"]:
+        return f"stamped {upcoming['stamped']}"
+    return "not stamped yet" if upcoming["exists"] else "not created yet"
 
 
 def _objects(row: dict[str, object]) -> str:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
     from delta_contracts.engine.select import EngineChoice
+    from delta_contracts.ledger import LedgerEntry
     from delta_contracts.telemetry.sources import SourceSpec
 
 telemetry_app = typer.Typer(
@@ -213,7 +214,7 @@ def report_command(
     """Readers per deprecated object from the readers log; readers not among the contract's consumers."""
     from delta_contracts.telemetry.log import read_rows
     from delta_contracts.telemetry.names import Names
-    from delta_contracts.telemetry.objects import watched
+    from delta_contracts.telemetry.objects import unmarked_in_ledger, watched
     from delta_contracts.telemetry.report import (
         build_report,
         canonical_input,
@@ -226,10 +227,12 @@ def report_command(
     loaded = _contracts(contracts)
     state = _choice(loaded, None, None, warehouse).warehouse / "_delta_contracts"
     known = watched(loaded)
+    # An older version's table is deprecated once its cutover marked it (the ledger says), not before.
+    unmarked = unmarked_in_ledger(_ledger_rows(state))
     # One name per object, as the gate names it: the physical table that held the data (telemetry.names).
     rows, deprecated, consumers = canonical_input(
         read_rows(state),
-        list(objects or known.objects),
+        list(objects or [o for o in known.objects if o not in unmarked]),
         known.consumers,
         Names.load(state),
         datetime.now(UTC),
@@ -344,3 +347,14 @@ def _since(text: str | None) -> datetime | None:
     except ValueError:
         print(f"error: --since {text!r}: use YYYY-MM-DD or a number of days like 30d", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
+
+
+def _ledger_rows(state: Path) -> list[LedgerEntry]:
+    """The ledger's rows in a state folder; none when there is no ledger (or it cannot be read)."""
+    from delta_contracts.engine.state_table import StateTableError
+    from delta_contracts.ledger import Ledger
+
+    try:
+        return Ledger(state).entries()
+    except (StateTableError, OSError):
+        return []

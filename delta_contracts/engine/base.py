@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from delta_contracts.plan.conditions import (
     IdentityCoversRows,
     NoRowsWhere,
     ViewDefined,
+    describe,
     holds,
 )
 from delta_contracts.plan.ops import Op
@@ -68,7 +70,8 @@ class PreconditionFailed(EngineError):
     ) -> None:
         self.op, self.count, self.samples = op, count, samples
         self.broken = [(why, n) for why, n, _ in broken]
-        shown = "\n".join(f"    {row}" for row in samples)
+        # Each sample row as JSON (dates, decimals and timestamps as their text), never a dict's repr.
+        shown = "\n".join(f"    {json.dumps(row, default=str, ensure_ascii=False)}" for row in samples)
         if not broken:
             super().__init__(
                 f"{op.summary()}: {count} row(s) of {condition.table} violate it "
@@ -263,7 +266,7 @@ class Engine(ABC):
                     samples = self.sample_where(check.table, sampled)
                     raise PreconditionFailed(op, check, count, samples, broken)
             elif not self.holds(check, reads):
-                raise EngineError(f"{op.summary()}: precondition {check} does not hold")
+                raise EngineError(f"{op.summary()}: it needs that {describe(check)}, which does not hold")
 
     def table_version(self, table: TableId) -> int | None:
         """The table's current Delta version, or None when there is no such table."""

@@ -110,7 +110,8 @@ class CatchUpRows(Op):
         if self.strategy is CatchUpStrategy.INSERT_MISSING:
             by = f"by {', '.join(self.key)}" if self.key else "by whole rows"
             source, target = str(self.source), str(self.table)
-            return f"fence: copy the rows of {source} that {target} lacks ({by})"
+            # Named as every catch-up (its kind, catch_up_rows, in the ledger and `history`), the fence said.
+            return f"catch up rows {source} -> {target} (fence: only the rows {target} lacks, {by})"
         if self.strategy is CatchUpStrategy.PARTITIONS:
             return (
                 f"catch up rows {self.source} -> {self.table} "
@@ -392,7 +393,7 @@ def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows
         strategy=CatchUpStrategy.INSERT_MISSING,
         rejects=bulk.rejects,
         reasons=bulk.reasons,
-        reason="fence: rows committed to the old table until it was closed to writers",
+        reason="rows committed to the old table until it was closed to writers",
     )
 
 

@@ -28,6 +28,13 @@ class TableCondition(ABC):
     def holds_on(self, live: LiveTable) -> bool:
         """Whether it holds of the table as its Delta log describes it."""
 
+    def describe(self) -> str:
+        """It in plain words, as a user reads it (a pre-check of `apply --dry-run`, an error): by default the
+        first sentence of the class's docstring, naming the table."""
+        doc = (type(self).__doc__ or type(self).__name__).strip().split("\n\n")[0]
+        sentence = " ".join(doc.split()).split("; ")[0].rstrip(".")
+        return f"{self.table}: {sentence[:1].lower()}{sentence[1:]}"
+
 
 @dataclass(frozen=True, slots=True)
 class TableExists:
@@ -180,6 +187,71 @@ Condition = (
     | AllOf
     | AnyOf
 )
+
+
+def _quoted(text: str) -> str:
+    """A text as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def describe(condition: Condition) -> str:
+    """The condition in plain words (a data condition with its SQL predicate): what a user is shown, never
+    the dataclass's repr."""
+    match condition:
+        case AllOf(conditions):
+            return ", and ".join(_part(c) for c in conditions)
+        case AnyOf(conditions):
+            return " or ".join(_part(c) for c in conditions)
+        case TableCondition():
+            return condition.describe()
+        case TableExists(table):
+            return f"table {table} exists"
+        case TableAbsent(table):
+            return f"no table {table} (gone, or a view by now)"
+        case ViewDefined(view, query):
+            return f"view {view} is defined as {query}"
+        case NoRowsWhere(table, predicate):
+            return f"no row of {table} where {predicate}"
+        case IdentityCoversRows(table, name):
+            return f"no value of the identity column {name} of {table} lies beyond its high-water mark"
+    column = f"column {getattr(condition, 'column', '')} of {condition.table}"
+    match condition:
+        case ColumnPresent(table, name):
+            return f"{table} has a column {name}"
+        case ColumnAbsent(table, name):
+            return f"{table} has no column {name}"
+        case ColumnTypeIs(_, _, type_):
+            return f"{column} has type {type_}"
+        case ColumnNullable(_, _, nullable):
+            return f"{column} is {'nullable' if nullable else 'NOT NULL'}"
+        case ColumnCommentIs(_, _, comment):
+            return f"{column} has the comment {_quoted(comment)}" if comment else f"{column} has no comment"
+        case ColumnDefaultIs(_, _, default):
+            return f"{column} has DEFAULT {default}" if default is not None else f"{column} has no default"
+        case CheckIs(table, name, expression):
+            return f"{table} has CHECK {name} ({expression})"
+        case CheckAbsent(table, name):
+            return f"{table} has no CHECK {name}"
+        case PropertiesSet(table, properties):
+            pairs = ", ".join(f"{_quoted(k)} = {_quoted(v)}" for k, v in properties)
+            return f"{table} has TBLPROPERTIES ({pairs})"
+        case ClusteredBy(table, columns):
+            return (
+                f"{table} is clustered by ({', '.join(columns)})" if columns else f"{table} is not clustered"
+            )
+        case TableCommentIs(table, comment):
+            return (
+                f"table {table} has the comment {_quoted(comment)}" if comment else f"{table} has no comment"
+            )
+        case StampedAfter(table, key, version):
+            return f"{table} is stamped ({key}) with a version above {version}"
+    raise TypeError(f"no words for the condition kind {type(condition).__name__}")
+
+
+def _part(condition: Condition) -> str:
+    """A part of AllOf/AnyOf, in parentheses when it is a group itself."""
+    text = describe(condition)
+    return f"({text})" if isinstance(condition, AllOf | AnyOf) else text
 
 
 def holds(condition: Condition, tables: Mapping[TableId, LiveTable], views: Mapping[TableId, str]) -> bool:

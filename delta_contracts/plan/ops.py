@@ -333,6 +333,9 @@ class FeatureAbsent(TableCondition):
         listed = (*live.reader_features, *live.writer_features)
         return self.feature.casefold() not in {f.casefold() for f in listed}
 
+    def describe(self) -> str:
+        return f"the protocol of {self.table} lists no feature {self.feature}"
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncIdentity(Op):

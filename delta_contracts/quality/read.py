@@ -31,6 +31,7 @@ from delta_contracts.sql import expressions as x
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
+    from delta_contracts.plan.migrations import StoredMigration
 
 _SPEC = re.compile(r"^\s*(\^|~|=)?\s*(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?\s*$")
 
@@ -106,9 +107,10 @@ def read(
     from delta_contracts.engine.select import as_engine
 
     engine = as_engine(spark_or_engine)
+    now = now or datetime.now(UTC)
     served = resolve(engine, contract_id, version, migrations=migrations, now=now)
     if served.deprecated:
-        left = _window_text(served.window_left)
+        left = _window_text(served.window_left, now)
         warnings.warn(
             DeprecatedVersionWarning(
                 f"{served.contract_id} {served.version} (read from {served.name}, {served.kind}) is "
@@ -137,13 +139,15 @@ def resolve(
         known = ", ".join(m.contract.version for m in history)
         raise PinNotServedError(f"{contract_id} has no version matching {spec.text} (versions: {known})")
     wanted = max(matching, key=lambda c: semver_tuple(c.version))
-    successor = f"{latest.id} {latest.version}"
     window = duration(latest.evolution.deprecation_window)
     views = {_key(k): v for k, v in engine.views().items()}
     now = now or datetime.now(UTC)
     parts = latest.table_parts
 
     current = _current(engine, parts, views)
+    stamp_now = current[1] if current is not None else None  # the version readers of the contract's name get
+    # What a deprecated version's readers move to: the newest version served, not one merely planned.
+    successor = f"{latest.id} {stamp_now or latest.version}"
     if current is not None:
         kind, stamp, live = current
         if stamp is not None and spec.allows(stamp):
@@ -162,10 +166,14 @@ def resolve(
             raise PinNotServedError(
                 f"{contract_id} {spec.text}: the compatibility view {versioned} that serves "
                 f"{wanted.version} no longer reads ({broken}); a later migration removed or changed what it "
-                f"reads. Read version ^{semver_tuple(latest.version)[0]} instead"
+                f"reads. Read version ^{semver_tuple(stamp_now or latest.version)[0]} instead"
             )
         return Served(contract_id, wanted.version, str(versioned), "compatibility_view", (), True, successor)
 
+    # A version newer than the live one is planned, not served: the live table is no "deprecated" shape of it.
+    nothing = current is None and old is None  # nothing was ever created, or it is all planned
+    if nothing or (stamp_now is not None and semver_tuple(wanted.version) > semver_tuple(stamp_now)):
+        raise PinNotServedError(_not_served_yet(contract_id, spec, wanted, history, stamp_now))
     if current is not None and _has_shape(current[2], wanted):
         live = current[2]
         left = _window_left(live, DEPRECATED_COLUMNS, window, now)
@@ -256,8 +264,28 @@ def _not_served(
             for change in diff(before, after)
             if change.change_class.value == "major"
         ]
-    lines.append(f"  read version ^{semver_tuple(latest.version)[0]} instead")
+    served = current[1] if current and current[1] else latest.version
+    lines.append(f"  read version ^{semver_tuple(served)[0]} instead")
     return "\n".join(lines)
+
+
+def _not_served_yet(
+    contract_id: str, spec: VersionSpec, wanted: Contract, history: list[StoredMigration], live: str | None
+) -> str:
+    """A pin of a version planned but not live yet: the migrations that will serve it (their cutover makes
+    it the live version), and what to read until then."""
+    pending = [
+        m.migration_id
+        for m in history
+        if (live is None or semver_tuple(m.contract.version) > semver_tuple(live))
+        and semver_tuple(m.contract.version) <= semver_tuple(wanted.version)
+    ]
+    now = f"live version {live}" if live else "no live table"
+    until = f"; read version ^{semver_tuple(live)[0]} until then" if live else ""
+    return (
+        f"{contract_id} {spec.text} is not served yet ({now}): {wanted.version} is served once the cutover "
+        f"of {', '.join(pending)} has run (`delta-contracts apply`){until}"
+    )
 
 
 def _window_left(live: LiveTable, mark: str, window: timedelta, now: datetime) -> timedelta | None:
@@ -280,9 +308,26 @@ def _window_left(live: LiveTable, mark: str, window: timedelta, now: datetime) -
     return since + window - now
 
 
-def _window_text(left: timedelta | None) -> str:
+def _window_text(left: timedelta | None, now: datetime) -> str:
     if left is None:
         return "no drop scheduled (kept until a migration removes it)"
+    ends = f"{now + left:%Y-%m-%d %H:%M} UTC"
     if left <= timedelta(0):
-        return f"its deprecation window ended {-left} ago: it may be dropped at the next apply"
-    return f"{left} of its deprecation window left"
+        ended = f"its deprecation window ended {spoken(-left)} ago ({ends})"
+        return f"{ended}: it may be dropped at the next apply"
+    return f"{spoken(left)} of its deprecation window left (it ends {ends})"
+
+
+def spoken(span: timedelta) -> str:
+    """A duration in words, to its two largest units, rounded down: `29 days 23 hours`, `5 minutes`."""
+    seconds = int(span.total_seconds())
+    units = (("day", 86_400), ("hour", 3_600), ("minute", 60), ("second", 1))
+    parts: list[str] = []
+    for name, size in units:
+        count, seconds = divmod(seconds, size)
+        if count or parts:
+            parts.append(f"{count} {name}{'' if count == 1 else 's'}")
+        if len(parts) == 2:
+            break
+    shown = [part for part in parts if not part.startswith("0 ")]
+    return " ".join(shown) or "0 seconds"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from delta_contracts.telemetry.names import Names
 from delta_contracts.telemetry.store import (
+    STATEMENT_CHARS,
     read_delta,
     readers_path,
     readers_schema,
@@ -26,6 +27,7 @@ class ReaderRow:
     statement_id: str
     statement_time: datetime | None
     source: str
+    statement: str | None = None  # its text, when the source has one
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -93,13 +95,15 @@ def append_readers(
                 "statement_time": _utc(r.statement_time),
                 "source": r.source,
                 "collected_at": _utc(collected_at),
+                "statement": r.statement[:STATEMENT_CHARS] if r.statement else None,
             }
             for r in fresh
         ],
         schema=readers_schema(),
     )
     state_dir.mkdir(parents=True, exist_ok=True)
-    write_deltalake(str(readers_path(state_dir)), data, mode="append")
+    # "merge": a log written before a column was added gains it (null in its older rows).
+    write_deltalake(str(readers_path(state_dir)), data, mode="append", schema_mode="merge")
     return len(fresh)
 
 

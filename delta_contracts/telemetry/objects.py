@@ -18,6 +18,7 @@ from delta_contracts.telemetry.names import Names
 if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
+    from delta_contracts.ledger import LedgerEntry
     from delta_contracts.live import LiveTable
 
 
@@ -33,6 +34,10 @@ class Watched:
     # compatibility views that served it, its table's earlier names). Their reads are logged under the
     # canonical name of what they read at the statement's time (`telemetry.names`).
     via: tuple[str, ...] = ()
+    # Among `via`: the names that served a deprecated *table* as a whole while it was the live one (the
+    # contract's alias view, the table's name before a rename). A read of one of them as a whole followed the
+    # name to what it served then, the current version, never a deprecated table: it is not logged.
+    followers: tuple[str, ...] = ()
 
     @property
     def deprecated(self) -> tuple[str, ...]:
@@ -55,6 +60,18 @@ def deprecated_in_contract(contract: Contract) -> list[str]:
     return found
 
 
+def _live_unmarked(live: Mapping[str, LiveTable] | None) -> set[str]:
+    """The live tables that carry no deprecation mark of the whole table: the version readers get now, or
+    one a planned migration has not deprecated yet (its cutover's mark never ran)."""
+    from delta_contracts.plan.ops import DEPRECATED_TABLE
+
+    return {
+        name.casefold()
+        for name, table in (live or {}).items()
+        if table.properties.get(DEPRECATED_TABLE, "").casefold() != "true"
+    }
+
+
 def deprecated_in_live(name: str, live: LiveTable) -> list[str]:
     """The objects a live table's deprecation marks name (`name` is how the contracts call the table)."""
     from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE
@@ -71,6 +88,25 @@ def deprecated_in_live(name: str, live: LiveTable) -> list[str]:
             columns = [c.strip() for c in raw.split(",")]
         found.extend(f"{table}.{str(c).casefold()}" for c in columns if str(c).strip())
     return found
+
+
+def unmarked_in_ledger(entries: Iterable[LedgerEntry]) -> set[str]:
+    """The tables the ledger says the toolkit made (created, or renamed to) and never marked deprecated as a
+    whole: an older version's table whose cutover's mark has not run is not deprecated yet."""
+    from delta_contracts.ledger import DONE, Status
+    from delta_contracts.plan.ops import DEPRECATED_TABLE
+
+    made: set[str] = set()
+    marked: set[str] = set()
+    for entry in entries:
+        if entry.status not in DONE and entry.status != Status.CREATED:
+            continue
+        table = entry.table.casefold()
+        if entry.op_kind in ("create_table", "rename_table"):
+            made.add(table)
+        elif entry.op_kind == "mark_deprecated" and DEPRECATED_TABLE in entry.sql:
+            marked.add(table)
+    return made - marked
 
 
 def watched(
@@ -90,9 +126,13 @@ def watched(
     objects: list[str] = [o.casefold() for o in extra]
     consumers: dict[str, tuple[str, ...]] = {}
     schemas: dict[str, tuple[str, ...]] = {}
+    current = _live_unmarked(live)
+    tables: list[str] = []  # the deprecated objects that are whole tables
     for contract in contracts:
         table = contract.id.casefold()
-        mine = deprecated_in_contract(contract)
+        # An older version's table is deprecated once the cutover away from it marked it, not before.
+        mine = [o for o in deprecated_in_contract(contract) if o not in current]
+        tables.extend(o for o in mine if o.startswith(f"{table}__v"))
         objects.extend(mine)
         names = tuple(c.name for c in contract.consumers)
         for obj in [table, *mine]:
@@ -105,6 +145,7 @@ def watched(
         schemas[str(versioned_name(contract)).casefold()] = known
     for name, live_table in (live or {}).items():
         found = deprecated_in_live(name, live_table)
+        tables.extend(o for o in found if o == name.casefold())
         objects.extend(found)
         for obj in found:
             consumers.setdefault(obj, consumers.get(name.casefold(), ()))
@@ -113,12 +154,15 @@ def watched(
         live_columns = tuple(c.name.casefold() for c in live_table.columns)
         schemas[name.casefold()] = tuple(dict.fromkeys(schemas.get(name.casefold(), ()) + live_columns))
     via: list[str] = []
+    followers: list[str] = []
     if history is not None:
         for view in history.views():
             schemas[view] = tuple(dict.fromkeys(schemas.get(view, ()) + history.served_columns(view)))
         deprecated = list(dict.fromkeys(objects))
         for obj in deprecated:
             via.extend(v for v in history.via(obj) if v not in deprecated)
+            if obj in tables:
+                followers.extend(v for v in history.via(obj) if v not in deprecated)
             for other in history.via(obj):
                 consumers.setdefault(other, consumers.get(obj, ()))
     catalog = Catalog({k.casefold(): v for k, v in (views or {}).items()}, schemas)
@@ -126,7 +170,8 @@ def watched(
         t.location.removeprefix("file:").rstrip("/"): name.casefold() for name, t in (live or {}).items()
     }
     via = list(dict.fromkeys(via))
-    return Watched(tuple(dict.fromkeys([*objects, *via])), consumers, catalog, locations, tuple(via))
+    objects = list(dict.fromkeys([*objects, *via]))
+    return Watched(tuple(objects), consumers, catalog, locations, tuple(via), tuple(dict.fromkeys(followers)))
 
 
 def watched_on(engine: Engine, contracts: Sequence[Contract], extra: Iterable[str] = ()) -> Watched:

@@ -24,6 +24,7 @@ from delta_contracts.telemetry import workers
 from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark, watermarks
 from delta_contracts.telemetry.matching import Targets
 from delta_contracts.telemetry.objects import Watched
+from delta_contracts.telemetry.store import STATEMENT_CHARS
 from delta_contracts.telemetry.workers import Answer, Context, Extractor, Job
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -292,7 +293,10 @@ def collect(
     )
     total = distinct.statements
     progress("logging", 0, 1)
-    rows = _reader_rows(spark, statements, distinct, source)
+    # A read of the alias view (or a table's earlier name) as a whole read the version it served then, the
+    # live one: logged, it would count against that table once a later cutover deprecates it.
+    followers = set(watched.followers)
+    rows = [r for r in _reader_rows(spark, statements, distinct, source) if r.object not in followers]
     appended = append_readers(state_dir, rows, now)
     errors = distinct.errors()
     unparsed = sum(errors.values())
@@ -323,9 +327,16 @@ def _reader_rows(spark: Any, statements: Any, distinct: Distinct, source: str) -
         return []
     hits = pa.table({"key": pa.array(hit_keys, pa.int64()), "object": objects, "kind": kinds})
     frame = spark.createDataFrame(hits.to_pandas(), HITS_DDL)
-    joined = statements.select("key", "statement_id", "statement_time", "user", "client").join(frame, "key")
+    columns = ("key", "statement_id", "statement_time", "user", "client", "text")
+    joined = statements.select(*columns).join(frame, "key")
     selected = joined.selectExpr(
-        "statement_id", "unix_micros(statement_time) AS micros", "user", "client", "object", "kind"
+        "statement_id",
+        "unix_micros(statement_time) AS micros",
+        "user",
+        "client",
+        "object",
+        "kind",
+        f"substring(CAST(text AS STRING), 1, {STATEMENT_CHARS}) AS text",
     )
     return [
         ReaderRow(
@@ -336,6 +347,7 @@ def _reader_rows(spark: Any, statements: Any, distinct: Distinct, source: str) -
             statement_id=r["statement_id"],
             statement_time=_instant(r["micros"]),
             source=source,
+            statement=r["text"],
         )
         for r in selected.toLocalIterator()
     ]

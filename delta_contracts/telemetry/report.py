@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 
 from delta_contracts.telemetry.gate import covers
 from delta_contracts.telemetry.names import Names
 
 SAMPLES = 3
+SAMPLE_CHARS = 160  # a sample statement's text, shortened to one line of a report
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +22,19 @@ class Reader:
     possible: int  # of which did not parse but name the object
     first: datetime | None
     last: datetime | None
-    samples: tuple[str, ...]
+    samples: tuple[str, ...]  # the ids of its latest statements, newest first
     declared: bool  # listed among the contract's consumers
+    texts: tuple[str, ...] = ()  # the samples' texts ("" where the source or an older log has none)
+
+    def examples(self) -> list[str]:
+        """Its sample statements as shown: the text on one line (shortened), then the id."""
+        out = []
+        for index, sid in enumerate(self.samples):
+            text = " ".join(self.texts[index].split()) if index < len(self.texts) else ""
+            if len(text) > SAMPLE_CHARS:
+                text = text[: SAMPLE_CHARS - 1] + "…"
+            out.append(f'"{text}" ({sid})' if text else sid)
+        return out
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -33,6 +45,10 @@ class Reader:
             "first": _iso(self.first),
             "last": _iso(self.last),
             "sample_statement_ids": list(self.samples),
+            "sample_statements": [
+                {"id": sid, "text": self.texts[i] if i < len(self.texts) and self.texts[i] else None}
+                for i, sid in enumerate(self.samples)
+            ],
             "declared_consumer": self.declared,
         }
 
@@ -101,6 +117,7 @@ def build_report(
         daily: dict[str, dict[str, int]] = {}
         for (user, client), group in grouped.items():
             statements = {str(r["statement_id"]) for r in group}
+            latest = _latest_statements(group)
             possible = {str(r["statement_id"]) for r in group if r["kind"] == "possible"} - {
                 str(r["statement_id"]) for r in group if r["kind"] == "read"
             }
@@ -113,8 +130,9 @@ def build_report(
                     len(possible),
                     times[0] if times else None,
                     times[-1] if times else None,
-                    tuple(sorted(statements)[:SAMPLES]),
+                    tuple(sid for sid, _ in latest),
                     user.casefold() in declared or client.casefold() in declared,
+                    tuple(text for _, text in latest),
                 )
             )
             for r in group:
@@ -125,6 +143,31 @@ def build_report(
         readers.sort(key=lambda r: (-r.reads, r.user, r.client))
         reports.append(ObjectReport(target, tuple(readers), daily))
     return reports
+
+
+def _latest_statements(group: Sequence[Mapping[str, object]]) -> list[tuple[str, str]]:
+    """The reader's SAMPLES latest statements, newest first (undated ones last, ids in natural order
+    then): (id, text)."""
+    import re
+
+    def natural(sid: str) -> tuple[object, ...]:
+        return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", sid))
+
+    texts: dict[str, str] = {}
+    when: dict[str, datetime] = {}
+    for row in group:
+        sid = str(row["statement_id"])
+        text = row.get("statement")
+        if isinstance(text, str) and text and not texts.get(sid):
+            texts[sid] = text
+        at = _when(row)
+        if at is not None and (sid not in when or at > when[sid]):
+            when[sid] = at
+        texts.setdefault(sid, "")
+    epoch = datetime.min.replace(tzinfo=UTC)
+    order = sorted(texts, key=natural)
+    order.sort(key=lambda sid: when.get(sid, epoch), reverse=True)  # stable: ties keep natural order
+    return [(sid, texts[sid]) for sid in order[:SAMPLES]]
 
 
 def render_text(reports: Sequence[ObjectReport]) -> str:
@@ -142,7 +185,7 @@ def render_text(reports: Sequence[ObjectReport]) -> str:
             possible = f", {r.possible} possible" if r.possible else ""
             lines.append(
                 f"  {label(r.user, r.client)}: {r.reads} read(s){possible}, last {_iso(r.last)}, "
-                f"e.g. {', '.join(r.samples)}{mark}"
+                f"e.g. {'; '.join(r.examples())}{mark}"
             )
     return "\n".join(lines)
 
@@ -164,7 +207,7 @@ def render_markdown(reports: Sequence[ObjectReport]) -> str:
         for r in report.readers:
             lines.append(
                 f"| {_cell(r.user)} | {_cell(r.client)} | {r.reads} | {r.possible} | {_iso(r.first)} | "
-                f"{_iso(r.last)} | {_cell(', '.join(r.samples))} | {'yes' if r.declared else '**no**'} |"
+                f"{_iso(r.last)} | {_cell('; '.join(r.examples()))} | {'yes' if r.declared else '**no**'} |"
             )
         lines.append("")
     return "\n".join(lines)

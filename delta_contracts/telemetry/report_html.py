@@ -119,7 +119,7 @@ def _table(report: ObjectReport) -> str:
             (str(r.possible), str(r.possible)),
             (_iso(r.first), _iso(r.first)),
             (_iso(r.last), _iso(r.last)),
-            (", ".join(r.samples), ", ".join(r.samples)),
+            ("; ".join(r.examples()), ", ".join(r.samples)),
             ("yes" if r.declared else "no", "1" if r.declared else "0"),
         ]
         klass = "" if r.declared else ' class="unknown"'

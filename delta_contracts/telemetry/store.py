@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 READERS = "readers"
 SOURCES = "telemetry_sources"
 KINDS = ("read", "possible")
+STATEMENT_CHARS = 2_000  # what the log keeps of a statement's text: enough to recognise it
 
 
 def readers_path(state_dir: Path) -> Path:
@@ -39,6 +40,9 @@ def readers_schema() -> pa.Schema:
             ("statement_time", ts),
             ("source", pa.string()),
             ("collected_at", ts),
+            # The statement's text (its first STATEMENT_CHARS characters): the report's samples. Null in rows
+            # logged before the column was added (a log written then gains it at its next append).
+            ("statement", pa.string()),
         ]
     )
 

@@ -159,7 +159,9 @@ def test_the_gate_reads_what_the_log_wrote(
     assert {(f"{v2}.notes", "read", f"dispatch-{n}") for n in range(20)} <= logged
     assert (f"{v2}.notes", "possible", "typo") in logged
     star_then = {obj for obj, _, sid in logged if sid == "star-then"}
-    assert star_then == {v1, f"{v1}.notes"}  # before 2.0.0 the alias served shipments__v1
+    # before 2.0.0 the alias served shipments__v1: its column notes was read there; the table as a whole was
+    # the live version then, not a deprecated one (a read of the alias follows it; issue 38 item 10)
+    assert star_then == {f"{v1}.notes"}
     assert (f"{v2}.notes", "read", "star-now") in logged
     # 10. One name per object: the log, the report and the gate all say shipments__v2.notes.
     assert not any(obj.startswith(f"{contract}.") or obj == contract for obj, _, _ in logged)

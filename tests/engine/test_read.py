@@ -80,7 +80,7 @@ def test_pinned_reads_across_the_orders_history(engine: Engine, tmp_path: Path) 
     assert engine.describe((schema, "orders")).column("amount") is not None  # type: ignore[union-attr]
     assert "amount" not in shape_2 and pinned_read("^2").columns == shape_2
     assert pinned("^1") == ("deprecated_columns", "1.1.0", "orders")
-    with pytest.warns(DeprecatedVersionWarning, match=r"orders 1.1.0 .* move to \S+ 3.0.0.*window left"):
+    with pytest.warns(DeprecatedVersionWarning, match=r"orders 1.1.0 .* move to \S+ 2.0.0.*window left"):
         old = pinned_read("^1")
     assert old.columns == [c.name for c in load_history(migrations / contract)[1].contract.columns]
     assert [str(r["amount"]) for r in old.collect()] == ["12.00"]

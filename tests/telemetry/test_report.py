@@ -80,7 +80,8 @@ def test_text_json_markdown() -> None:
     legacy = data["objects"][0]
     assert legacy["reads"] == 5 and legacy["possible_reads"] == 1
     assert legacy["unknown_readers"] == ["alice (notebook)", "<script>x</script> (evil|pipe)"]
-    assert legacy["readers"][0]["sample_statement_ids"] == ["a1", "a2", "a3"]
+    # the reader's latest statements first (a2 and a3 on day 1, in natural order), then a1 of day 0
+    assert legacy["readers"][0]["sample_statement_ids"] == ["a2", "a3", "a1"]
     markdown = render_markdown(reports)
     assert "| alice | notebook | 3 | 0 |" in markdown and "evil\\|pipe" in markdown
 

@@ -51,7 +51,7 @@ ALTER TABLE `payments`.`transactions__v3` SET TBLPROPERTIES ('delta_contracts.id
 CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;
 -- [11] mark deprecated: delta_contracts.deprecated.table=true, delta_contracts.deprecated.since=3.0.0 (old version on its way out)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.deprecated.table'='true', 'delta_contracts.deprecated.since'='3.0.0');
--- [12] fence: copy the rows of payments.transactions__v2 that payments.transactions__v3 lacks (by whole rows) (fence: rows committed to the old table until it was closed to writers)
+-- [12] catch up rows payments.transactions__v2 -> payments.transactions__v3 (fence: only the rows payments.transactions__v3 lacks, by whole rows) (rows committed to the old table until it was closed to writers)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE (NOT COALESCE(((`txn_amt_paise`) >= 1), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) >= 0), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) <= 10), FALSE)) OR (NOT COALESCE(((`status`) IS NULL OR (`status`) IN ('OK', 'FAILED')), FALSE)) OR (NOT COALESCE(((`status`) <> 'OK' OR (`txn_amt_paise`) > 0), FALSE))
 -- guard, fails unless payments.transactions__v2 is still a table: dropped by the contract phase, nothing is left to copy:
 DESCRIBE DETAIL `payments`.`transactions__v2`;

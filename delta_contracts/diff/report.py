@@ -17,6 +17,9 @@ class ContractDiff:
     new_version: str | None
     verdict: Verdict | None  # None for new contracts
     deleted_change: Change | None = None
+    # What the migration this change plans cannot keep (row ids, a Change Data Feed consumer's position),
+    # from the plan's warnings: a reviewer sees it before the PR merges.
+    not_kept: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -87,6 +90,7 @@ def render_text(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
         for i, c in enumerate(d.changes):
             if i not in refused:
                 lines.append(f"  {c.code} {c.change_class.value:<5} {c.field}: {c.message}")
+        lines += [f"  not kept by the migration: {n}" for n in d.not_kept]
     failing = sum(not d.ok for d in diffs)
     lines.append(f"{len(diffs) + unchanged_files} contract(s) compared, {failing} failing")
     return "\n".join(lines)
@@ -104,6 +108,7 @@ def render_json(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
             "ok": d.ok,
             "violations": _problems(d),
             "changes": [c.to_json() for c in d.changes],
+            "not_kept": list(d.not_kept),
         }
         for d in diffs
     ]
@@ -140,6 +145,8 @@ def render_markdown(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
         problems = _problems(d)
         if problems:
             lines += ["", "Violations:"] + [f"- {_cell(p)}" for p in problems]
+        if d.not_kept:
+            lines += ["", "Not kept by the migration:"] + [f"- {_cell(n)}" for n in d.not_kept]
         if d.changes:
             lines += ["", "| code | class | field | change |", "| --- | --- | --- | --- |"]
             lines += [

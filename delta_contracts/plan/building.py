@@ -32,6 +32,16 @@ COLUMN_DEFAULTS = ("delta.feature.allowColumnDefaults", "supported")
 MAPPING_PROTOCOL = (("delta.minReaderVersion", "2"), ("delta.minWriterVersion", "5"))
 
 
+# Marks a plan warning about what Delta cannot keep on the chosen path (row ids, a feed consumer's position):
+# `diff` shows these to the pull request's reviewer (`not_kept`).
+NOT_KEPT = "not kept: "
+
+
+def not_kept(warnings: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """The warnings of a migration that say what it cannot keep."""
+    return tuple(w for w in warnings if NOT_KEPT in w)
+
+
 class PlanError(FailedError, ValueError):
     """The change cannot be planned as declared (e.g. a versioned rewrite without a major bump)."""
 

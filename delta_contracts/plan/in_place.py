@@ -13,6 +13,7 @@ from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
     COLUMN_MAPPING,
     MAPPING_PROTOCOL,
+    NOT_KEPT,
     TYPE_WIDENING,
     Builder,
     PlanError,
@@ -196,9 +197,10 @@ def _change_feed_warnings(ctx: _Context, old: Contract, going: list[Column], ren
     if not on or not going:
         return
     ctx.b.warn(
-        f"{ctx.t}: Change Data Feed consumers (table_changes, readChangeFeed) fail on a range that spans the "
-        "drop of a column (DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE): move them past the drop's "
-        "version, reading the versions before it in a separate range"
+        f"{ctx.t}: {NOT_KEPT}a Change Data Feed range across the drop: consumers (table_changes, "
+        "readChangeFeed) fail on a range that spans a column's drop "
+        "(DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE); read up to the version before it, then on "
+        "from the drop's version"
     )
     if renamed:
         ctx.b.warn(

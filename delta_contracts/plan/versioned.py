@@ -10,6 +10,7 @@ from delta_contracts.contract.types import canonical, lossless_cast
 from delta_contracts.diff.compare import Comparison
 from delta_contracts.live import TableId
 from delta_contracts.plan.building import (
+    NOT_KEPT,
     Builder,
     FeatureLossError,
     PlanError,
@@ -215,14 +216,14 @@ def _feature_warnings(
     props = {**dict(state.properties), **old.table.properties}
     if props.get(CHANGE_DATA_FEED, "false").lower() == "true":
         b.warn(
-            f"{new.id}: Change Data Feed consumers (table_changes, readChangeFeed) read a table, not the "
-            f"alias view: after cutover read the feed of {new_physical} (the copy is its version 1 insert); "
-            "the old table's feed ends at the cutover"
+            f"{new.id}: {NOT_KEPT}a Change Data Feed consumer's position: consumers (table_changes, "
+            f"readChangeFeed) read a table, not the alias view; after cutover read the feed of "
+            f"{new_physical} (the copy is its first insert); the old table's feed ends at the cutover"
         )
     if props.get(ROW_TRACKING, "false").lower() == "true":
         b.warn(
-            f"{new.id}: row tracking restarts in {new_physical}: every row gets a new row id "
-            "(_metadata.row_id) and row commit version; consumers keyed on them must re-read"
+            f"{new.id}: {NOT_KEPT}row ids and row commit versions: {new_physical} gives every row a new "
+            "_metadata.row_id and _metadata.row_commit_version; consumers keyed on them must re-read"
         )
 
 

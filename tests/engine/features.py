@@ -223,13 +223,28 @@ class Cell:
     after_live: LiveTable
 
 
-def run_cell(engine: Engine, feature: str, change: str) -> Cell | str:
-    """The cell executed; or the plan's refusal (nothing changed: the caller checks the table)."""
+@dataclass
+class Refused:
+    """The engine refused the migration before any op ran: the table's version before and after."""
+
+    reason: str
+    version_before: int | None
+    version_after: int | None
+
+
+def run_cell(engine: Engine, feature: str, change: str) -> Cell | Refused | str:
+    """The cell executed; the plan's refusal (a string: planning is pure, nothing can have changed); or the
+    engine's refusal before anything ran."""
+    from delta_contracts.engine.base import EngineError
     from delta_contracts.plan.building import FeatureLossError
 
     schema = fresh_schema(engine)
     old, new = contracts(feature, change, schema)
     created, state = plan(None, old, Target.DELTA_4)
+    try:
+        engine.check_supported(created.ops)
+    except EngineError as refusal:
+        return Refused(str(refusal), None, engine.table_version(state.physical))
     apply_all(engine, created)
     for row in ROWS:
         insert(engine, state.physical, {k: v for k, v in row.items() if old.column(k) is not None})
@@ -240,6 +255,10 @@ def run_cell(engine: Engine, feature: str, change: str) -> Cell | str:
         migration, after_state = plan(old, new, Target.DELTA_4, state=state)
     except FeatureLossError as refusal:
         return str(refusal)
+    try:
+        engine.check_supported(migration.ops)
+    except EngineError as refusal:
+        return Refused(str(refusal), before_live.version, engine.table_version(state.physical))
     apply_all(engine, migration)
     served = after_state.physical
     after_live = engine.describe(served)

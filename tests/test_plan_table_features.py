@@ -223,3 +223,19 @@ def test_migration_files_keep_identity_and_generated_columns_and_old_files_still
     assert "identity" not in plain and "generated" not in plain
     catch_ups = [op for op in data["ops"] if op["kind"] == "catch_up_rows"]
     assert catch_ups[0]["kept"] == ["seq"] and "kept" not in catch_ups[-1]  # the fence updates nothing
+
+
+@pytest.mark.parametrize("feature", ["identity_by_default", "generated_column"])
+def test_renaming_an_identity_or_generated_column_needs_a_new_table(feature: str) -> None:
+    """A rename in place adds the new column, which ADD COLUMNS cannot make an identity or generated one: it
+    would be a plain column, and the feature lost."""
+    old, _ = contracts(feature, "add_column", "s")
+    doc = old.model_dump(mode="json", by_alias=True, exclude_defaults=True)
+    name = "seq" if feature == "identity_by_default" else "status_code"
+    column = next(c for c in doc["columns"] if c["name"] == name)
+    column.update(name=f"{name}_renamed", renamed_from=name)
+    doc["version"] = "2.0.0"
+    migration, _ = plan(old, Contract.model_validate(doc), Target.DELTA_4)
+    assert migration.strategy == "versioned"
+    create = next(op for op in migration.ops if isinstance(op, CreateTable))
+    assert "GENERATED" in render(create)

@@ -115,6 +115,10 @@ def _versioned_reasons(comparison: Comparison) -> list[str]:
         column = found.after if isinstance(found.after, Column) else None
         name = column.name if column is not None else found.field
         reasons.append(f"{name}: Delta cannot add or alter an identity or generated column in place")
+    for _, after in comparison.pairing.renamed:
+        if after.identity is not None or after.generated is not None:
+            # a rename in place adds the new column, which Delta cannot add as an identity or generated one
+            reasons.append(f"{after.name}: a renamed identity or generated column needs a new table")
     return reasons
 
 

@@ -22,6 +22,7 @@ from delta_contracts.engine.base import Engine
 from delta_contracts.ledger import Ledger, LedgerEntry
 from delta_contracts.plan.migrations import load_history, table_folder
 from delta_contracts.tableid import TableId
+from tests.test_user_messages import build_held_cutover
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
@@ -637,3 +638,25 @@ def test_discard_refuses_a_migration_readers_already_see(iot: Path) -> None:
     code, out = run("discard", "iot.sensor_readings", planned.migration_id, "--reason", "changed my mind")
     assert code == 2 and "has reached the table" in out and "cutover phase" in out, out
     assert "plan a new migration that moves the table on instead" in out.lower(), out
+
+
+def test_a_pending_migration_is_not_drift(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 12: after a normal `apply` whose versioned cutover (3.0.0) waits behind the held drop of __v1,
+    `drift` reports the pending migrations with why they wait, compares the live table with the contract it
+    is stamped at (2.0.0), and exits 0; what changed outside the toolkit still exits 1."""
+    root = build_held_cutover(tmp_path / "iot")
+    monkeypatch.chdir(root)
+    code, out = run("drift")
+    assert code == 0, out
+    assert "✗" not in out, out
+    pending = [line for line in out.splitlines() if "pending:" in line]
+    assert any(
+        "0003_2.0.0_to_3.0.0 to 3.0.0 pending (phases cutover, contract not finished)" in p for p in pending
+    ), out
+    assert any("0002_1.0.0_to_2.0.0 to 2.0.0 pending" in p and "waiting: " in p for p in pending), out
+    from delta_contracts.engine.local import LocalEngine
+
+    with LocalEngine(root / "warehouse") as engine:  # a change made by hand, outside the toolkit
+        engine.sql("ALTER TABLE `iot`.`sensor_readings__v2` SET TBLPROPERTIES ('team.note' = 'by hand')")
+    code, out = run("drift")
+    assert code == 1 and "✗" in out, out

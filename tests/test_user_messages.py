@@ -55,14 +55,12 @@ def _write(root: Path, version: str, partition: str, site: str) -> None:
     (root / "contracts/iot/sensor_readings.yaml").write_text(text)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project as the IoT team had it: 1.0.0 and 2.0.0 applied (the drop of __v1 held), a row in the
-    table, and 3.0.0 planned with its expand and populate run."""
+def build_held_cutover(root: Path) -> Path:
+    """The project as the IoT team had it, in `root`: 1.0.0 and 2.0.0 applied (the drop of __v1 held), a row
+    in the table, and 3.0.0 planned with its expand and populate run."""
     from delta_contracts.apply import apply
     from delta_contracts.engine.local import LocalEngine
 
-    root = tmp_path_factory.mktemp("iot")
     (root / "contracts/iot").mkdir(parents=True)
     (root / "contracts/contracts.yml").write_text(PROJECT)
     with pytest.MonkeyPatch.context() as patch:
@@ -81,6 +79,11 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
             third = apply(engine, root / "migrations", phases=["expand", "populate"])
             assert third.exit_code == 0 and third.failure is None
     return root
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_held_cutover(tmp_path_factory.mktemp("iot"))
 
 
 @pytest.fixture

@@ -21,9 +21,10 @@ from delta_contracts.cli.common import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from delta_contracts.contract.model import Contract
+    from delta_contracts.drift import DriftItem
     from delta_contracts.engine.base import Engine
     from delta_contracts.ledger import LedgerEntry
     from delta_contracts.live import LiveTable, TableId
@@ -120,6 +121,53 @@ def _physical(contracts: ContractSet, contract: Contract) -> tuple[TableId, str 
     return (history[-1].state.physical if history else initial_state(contract).physical), None
 
 
+def _contract_live_table_is_at(
+    contracts: ContractSet, contract: Contract, table: LiveTable | None, entries: Sequence[LedgerEntry]
+) -> tuple[Contract, list[DriftItem]]:
+    """The contract a live table must match, and what is pending. While a planned migration has not finished
+    (a versioned cutover waiting behind a held drop, say), the table is still at the version it is stamped
+    with: what the later contract changes is pending, not drift. The pending migrations are reported, with
+    why they wait (the ledger's `held` rows), as information."""
+    from delta_contracts.apply.status import pending_migrations
+    from delta_contracts.cli.common import migrations_root
+    from delta_contracts.drift import DriftItem
+    from delta_contracts.ledger import Status
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.plan.ops import STAMP_VERSION
+
+    folder = table_folder(migrations_root(contracts), contract.id)
+    try:
+        verify(folder)
+        history = load_history(folder)
+    except IntegrityError:
+        return contract, []  # `_physical` reports the unreadable folder
+    pending = pending_migrations(history, entries, contract.id)
+    stamped = None if table is None else table.properties.get(STAMP_VERSION)
+    if not pending or stamped is None or stamped == contract.version:
+        return contract, []
+    at = [stored for stored in history if stored.migration.to_version == stamped]
+    if not at:
+        return contract, []
+    items = []
+    to_version = {stored.migration_id: stored.migration.to_version for stored in history}
+    for waiting in pending:
+        held = [
+            e.detail
+            for e in entries
+            if e.contract == contract.id
+            and e.migration_id == waiting.migration_id
+            and e.status == Status.HELD
+        ]
+        why = f"; waiting: {held[-1]}" if held and held[-1] else ""
+        message = (
+            f"migration {waiting.migration_id} to {to_version[waiting.migration_id]} pending (phases "
+            f"{', '.join(waiting.phases)} not finished){why}; the table is at {stamped}: what a pending "
+            "migration changes is not drift"
+        )
+        items.append(DriftItem("pending", waiting.migration_id, contract.version, stamped, message, False))
+    return at[-1].contract, items
+
+
 def create_command(
     paths: PathsArgument = None,
     engine: EngineOption = None,
@@ -214,11 +262,12 @@ def drift_command(
                 item.contract.table_parts, planned, views, lambda t: describe(t) is not None
             )
             table = describe(physical)
-            items = table_drift(item.contract, table, physical)
+            expected, pending = _contract_live_table_is_at(contracts, item.contract, table, entries)
+            items = [*pending, *table_drift(expected, table, physical)]
             if unreadable is not None:
                 items.insert(0, DriftItem("migrations", "", None, None, unreadable))
-            items += alias_drift(item.contract, physical, views)
-            items += compatibility_drift(item.contract, views, lambda v: unreadable_view(live, v))
+            items += alias_drift(expected, physical, views)
+            items += compatibility_drift(expected, views, lambda v: unreadable_view(live, v))
             if table is not None:
                 name = str(physical)
 

@@ -242,7 +242,10 @@ def drift_command(
     conf: ConfOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
-    """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift."""
+    """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift.
+
+    While a planned migration has not finished, the table is compared with the contract it is stamped at and
+    the migration is reported as pending, with why it waits: pending is not drift."""
     from delta_contracts.apply.status import live_physical
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.drift import DriftItem, alias_drift, commit_drift, compatibility_drift, table_drift

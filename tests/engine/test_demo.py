@@ -51,8 +51,10 @@ def test_demo_runs_the_main_job_end_to_end(tmp_path: Path) -> None:
     assert any(line.startswith(cutover) and "op 12 is held by its gate" in line for line in lines)
     assert any("sales.orders (still the 2.0.0 table" in line for line in lines)
     assert any(
-        line.startswith("sales.orders contract 3.0.0, ")
-        and "stamped 2.0.0; read and write sales.orders; pending: 0003_1.1.0_to_2.0.0 [contract]" in line
+        line.startswith(
+            "sales.orders contract 3.0.0, table sales.orders stamped 2.0.0, next sales.orders__v3 ("
+        )
+        and "; read and write sales.orders; pending: 0003_1.1.0_to_2.0.0 [contract]" in line
         for line in lines
     ), out[-4000:]
     # 15 days later the telemetry opens the readers gate; then the owner forces the drops, with a reason.

@@ -172,12 +172,15 @@ def test_status_of_a_versioned_table_sends_writers_to_the_table_behind_the_view(
     assert run("plan")[0] == 0
     _, out = run("status", "--format", "json")
     (row,) = json.loads(out)["tables"]
-    assert (row["table"], row["exists"], row["read"], row["write"]) == (
-        "shop.events__v2",
-        False,
+    # The live table is named with its stamp; the planned __v2, not created yet, is the next one.
+    assert (row["table"], row["exists"], row["stamped"], row["read"], row["write"]) == (
+        "shop.events__v1",
+        True,
+        "1.0.0",
         "shop.events",
         "shop.events__v1",
     )
+    assert row["next"] == {"table": "shop.events__v2", "exists": False, "stamped": None}
 
 
 def test_status_and_drift_write_nothing(project: Path) -> None:

@@ -17,6 +17,7 @@ the tool each op runs with. Facts measured with pysail 0.7.2, deltalake 1.6.6, d
 - Neither drops a table feature (delta-rs's `alter` has `add_feature` only).
 - Sail 0.7.2 has no `table_changes`, no CLUSTER BY, cannot write Change Data Feed tables, and stores CHECK
   expressions without identifier quotes.
+- Sail 0.7.2 cannot write a table with row tracking (it lacks the rowTracking and domainMetadata features).
 - Sail 0.7.2 creates and writes identity and generated columns (`GENERATED … AS IDENTITY`, `GENERATED ALWAYS
   AS (…)`) and, unlike delta-spark, moves an identity's high-water mark past values a writer gives; it has no
   `ALTER COLUMN … SYNC IDENTITY`.
@@ -34,6 +35,7 @@ from delta_contracts.engine.local_routes import (
     creates_clustered_table,
     enables_change_data_feed,
     enables_column_mapping,
+    has_row_tracking,
     is_column_mapped,
     known_to_sail_by_location_only,
     lacks_delta_rs_writer_features,
@@ -158,6 +160,10 @@ SAIL_MAPPING = _delta_spark(
     "Sail enables column mapping without giving fields physical names, and delta-rs cannot enable it"
 )
 NO_DROP_COLUMNS = _delta_spark("Sail and delta-rs have no DROP COLUMNS")
+NO_ROW_TRACKING = _refused(
+    "Sail 0.7.2 cannot write a table with row tracking ('Unsupported table features required: "
+    "[RowTracking, DomainMetadata]'); use --engine spark"
+)
 NO_IDENTITY_MERGE = _refused(
     "Sail 0.7.2 has no MERGE INTO a table with identity columns ('not yet supported'); use --engine spark"
 )
@@ -166,16 +172,21 @@ NO_DROP_FEATURE = _refused(
     "Sail 0.7.2 has no DROP FEATURE and delta-rs can only add table features; use --engine spark"
 )
 
+UNLESS_ROW_TRACKING = Case(has_row_tracking, NO_ROW_TRACKING)
 UNLESS_DELTA_RS_LACKS_FEATURES = Case(
     lacks_delta_rs_writer_features,
     DELTA_RS_LACKS_FEATURES,
     detail=writer_features_delta_rs_lacks,
 )
 BY_DELTA_RS = Capability(Route(How.DELTA_RS), unless=(UNLESS_DELTA_RS_LACKS_FEATURES,))
-SAIL_ALTER_COLUMN = Capability(SQL, unless=(Case(known_to_sail_by_location_only, SAIL_ALTER_BY_LOCATION),))
+SAIL_ALTER_COLUMN = Capability(
+    SQL, unless=(UNLESS_ROW_TRACKING, Case(known_to_sail_by_location_only, SAIL_ALTER_BY_LOCATION))
+)
+SAIL_WRITE = Capability(SQL, unless=(UNLESS_ROW_TRACKING,))
 SAIL_PROPERTIES = Capability(
     SQL,
     unless=(
+        UNLESS_ROW_TRACKING,
         Case(enables_change_data_feed, NO_CHANGE_DATA_FEED_WRITES),
         Case(enables_column_mapping, SAIL_MAPPING),
     ),
@@ -187,6 +198,7 @@ LOCAL = EngineCapabilities(
         "create_table": Capability(
             SQL,
             unless=(
+                UNLESS_ROW_TRACKING,
                 Case(creates_clustered_table, NO_CLUSTER_BY),
                 Case(enables_change_data_feed, NO_CHANGE_DATA_FEED_WRITES),
             ),
@@ -207,17 +219,22 @@ LOCAL = EngineCapabilities(
         "stamp_contract": SAIL_PROPERTIES,
         "set_clustering": Capability(NO_CLUSTER_BY),
         "add_check": Capability(
-            SQL, unless=(Case(check_reads_names_needing_quotes, UNQUOTED_CHECK, detail=names_needing_quotes),)
+            SQL,
+            unless=(
+                UNLESS_ROW_TRACKING,
+                Case(check_reads_names_needing_quotes, UNQUOTED_CHECK, detail=names_needing_quotes),
+            ),
         ),
         "drop_check": BY_DELTA_RS,
         "set_not_null": Capability(_refused(SET_NOT_NULL_REFUSAL)),
         "drop_not_null": BY_DELTA_RS,
-        "backfill": Capability(SQL),
-        "last_catch_up": Capability(SQL),
-        "copy_rows": Capability(SQL),
+        "backfill": SAIL_WRITE,
+        "last_catch_up": SAIL_WRITE,
+        "copy_rows": SAIL_WRITE,
         "catch_up_rows": Capability(
             SQL,
             unless=(
+                UNLESS_ROW_TRACKING,
                 Case(reads_change_data_feed, NO_CHANGE_DATA_FEED_READS),
                 Case(merges_into_identity_columns, NO_IDENTITY_MERGE),
             ),

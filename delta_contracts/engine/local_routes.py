@@ -22,6 +22,7 @@ _FEATURE_PROPERTIES = {
     "delta.enableTypeWidening": "typeWidening",
     "delta.enableChangeDataFeed": "changeDataFeed",
     "delta.enableDeletionVectors": "deletionVectors",
+    "delta.enableRowTracking": "rowTracking",
 }
 _PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")  # referenced_columns() folds case
 
@@ -88,6 +89,12 @@ def enables_change_data_feed(op: Op, facts: TableFacts) -> bool:
 
 def creates_clustered_table(op: Op, facts: TableFacts) -> bool:
     return isinstance(op, CreateTable) and bool(op.clustered_by)
+
+
+def has_row_tracking(op: Op, facts: TableFacts) -> bool:
+    """The table tracks rows, or the op turns row tracking on."""
+    properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
+    return "rowTracking" in facts.writer_features or "rowTracking" in features_of(properties)
 
 
 def merges_into_identity_columns(op: Op, facts: TableFacts) -> bool:

@@ -181,7 +181,16 @@ def apply_all(engine: Engine, migration: Migration) -> None:
 
 
 def insert(engine: Engine, table: TableId, row: dict[str, Any]) -> None:
-    """A producer's INSERT naming only the columns it gives (the others get what Delta computes)."""
+    """A producer's INSERT naming the columns it gives, NULL for the other plain ones; the columns Delta
+    fills itself (identity, generated, a default) are left out. (Sail refuses an INSERT that leaves out a
+    plain column: "INSERT is missing value for non-generated column".)"""
+    live = engine.describe(table, with_version=False)
+    assert live is not None, f"{table} should exist"
+    row = dict(row)
+    for column in live.columns:
+        computed = column.identity is not None or column.generated is not None or column.default is not None
+        if column.name not in row and not computed:
+            row[column.name] = None
     names = list(row)
     values = exp.Tuple(expressions=[x.literal(row[n]) for n in names])
     statement = exp.insert(

@@ -20,6 +20,7 @@ from delta_contracts.engine.base import Engine
 from delta_contracts.plan.ops import SetColumnDefault
 from delta_contracts.plan.planner import plan
 from delta_contracts.sql import expressions as x
+from delta_contracts.sql.normalize import same_expression
 from delta_contracts.target import Target
 from tests.engine.conftest import JVM
 from tests.engine.features import (
@@ -103,7 +104,7 @@ def _default_present(column: str, expected: str) -> Callable[[Cell], None]:
     def check(cell: Cell) -> None:
         name = status_name(cell) if column == "status" else column
         metadata = log_fields(location(cell))[name]["metadata"]
-        assert metadata.get("CURRENT_DEFAULT", "").casefold() == expected, metadata
+        assert same_expression(metadata.get("CURRENT_DEFAULT", ""), expected), metadata
 
     return check
 

@@ -36,6 +36,13 @@ class Target(StrEnum):
         return "type widening adds the typeWidening table feature: readers need Delta 3.3+ (or DBR 15.4+)"
 
     @property
+    def creates_generated_columns(self) -> bool:
+        """Whether `CREATE TABLE` in Spark SQL takes identity and generated columns: not on Spark 3.5 with
+        Delta 3.3 (measured: the parser refuses `GENERATED … AS IDENTITY`, and `GENERATED ALWAYS AS (…)` is
+        "not supported" by the catalog); delta-spark 4.4 on Spark 4 and Databricks take both."""
+        return self is not Target.DELTA_3
+
+    @property
     def supports_set_not_null(self) -> bool:
         """OSS Delta has no ALTER COLUMN SET NOT NULL on an existing column; Databricks has."""
         return self is Target.DATABRICKS

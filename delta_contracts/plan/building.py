@@ -24,6 +24,7 @@ from delta_contracts.plan.ops import (
 from delta_contracts.plan.rules import CheckRule, contract_rules, schema_hash
 from delta_contracts.plan.stamp import STAMP_CONTRACT, contract_stamp
 from delta_contracts.sql import expressions as x
+from delta_contracts.target import Target
 
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
 TYPE_WIDENING = ("delta.enableTypeWidening", "true")
@@ -145,6 +146,19 @@ def create_properties(contract: Contract) -> tuple[tuple[str, str], ...]:
     if any(default_sql(c) is not None for c in contract.columns):
         props.setdefault(*COLUMN_DEFAULTS)
     return tuple(sorted(props.items()))
+
+
+def refuse_uncreatable_columns(contract: Contract, target: Target) -> None:
+    """A CREATE TABLE the target's SQL cannot write would lose the columns' identity or generation: refused
+    before anything is planned (FeatureLossError)."""
+    if target.creates_generated_columns:
+        return
+    found = [c.name for c in contract.columns if c.identity is not None or c.generated is not None]
+    if found:
+        raise FeatureLossError(
+            f"{contract.id}: {', '.join(found)}: CREATE TABLE on target {target.value} (Spark 3.5, "
+            "Delta 3.3) cannot declare identity or generated columns in SQL; plan for delta-4 or databricks"
+        )
 
 
 def create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:

@@ -22,6 +22,7 @@ from delta_contracts.plan.building import (
     default_sql,
     gate_for,
     initial_state,
+    refuse_uncreatable_columns,
     stamp_op,
     versioned_name,
 )
@@ -52,6 +53,7 @@ ROW_TRACKING = "delta.enableRowTracking"
 
 
 def plan_create(new: Contract, target: Target) -> tuple[Migration, TableState]:
+    refuse_uncreatable_columns(new, target)
     b = Builder(new.table_parts)
     state = initial_state(new)
     for op in create_ops(new, state.physical, Phase.EXPAND):
@@ -74,6 +76,7 @@ def plan_versioned(
     alias = new.table_parts
     old_physical = state.physical
     new_physical = versioned_name(new)
+    refuse_uncreatable_columns(new, target)
     b = Builder(alias)
     for reason in reasons:
         b.notes.append(f"versioned table {new_physical}: {reason}")

@@ -156,6 +156,23 @@ def substitute_columns(expression_text: str, values: dict[str, str]) -> str:
     return sql(tree.transform(swap))
 
 
+def reading_table(expression_text: str, old: Sequence[str], new: Sequence[str]) -> str:
+    """`expression_text` with every table reference to `old` (a subquery's FROM) made a reference to `new`:
+    a check written against a table's name, run once that name means another object."""
+    tree = parse(expression_text)
+    wanted = [p.casefold() for p in old]
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Table) and [p.name.casefold() for p in node.parts] == wanted:
+            replacement = table(new)
+            if node.alias:
+                replacement.set("alias", node.args["alias"].copy())
+            return replacement
+        return node
+
+    return sql(tree.transform(swap))
+
+
 def any_of(predicates: Sequence[str]) -> str | None:
     """One predicate true where any of them is (None for none)."""
     if not predicates:

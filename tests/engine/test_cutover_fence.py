@@ -96,3 +96,34 @@ def test_in_place_rename_drop_catches_up_the_old_column(spark_engine: Engine) ->
     query = exp.select(x.column("txn_id"), x.column("channel")).from_(x.table(state.physical))
     got = {r["txn_id"]: r["channel"] for r in spark_engine.sql(x.sql(query))}
     assert got == {"t1": "web", "t2": None, "t3": "kiosk", "t4": "post"}
+
+
+def test_fence_refuses_old_rows_sharing_a_key_after_the_rename(local_engine: Engine) -> None:
+    """The first versioned migration renames the old table to `__v1` and gives its name to the alias view over
+    `__v2`: the fence's duplicate-key check reads `__v1` by that physical name, so two rows an old producer
+    committed there with one key are refused, not both copied into `__v2`."""
+    from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+
+    schema = "fenced_keys"
+    create_schema(local_engine, schema)
+    base, wanted = pair("change_partitioning", "in_place")  # the old table bears the contract's name
+    quality = wanted.quality.model_copy(update={"unique": (("txn_id",),)})
+    base, wanted = (c.model_copy(update={"quality": quality}) for c in (base, wanted))
+    old, new = renamed(base, schema), renamed(wanted, schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(local_engine, created, "create")
+    write_rows(local_engine, state.physical, ROWS)
+    migration, after = plan(old, new, Target.DELTA_4, state=state)
+
+    def is_fence(op: Op) -> bool:
+        return isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING
+
+    left = apply_until(local_engine, migration, is_fence)
+    fence = left[0]
+    assert isinstance(fence, CatchUpRows) and fence.source != new.table_parts  # renamed to __v1
+    # an old producer that never checked the stamp commits two rows with one key to the old table
+    write_rows(local_engine, fence.source, [LATE_ROW, {**LATE_ROW, "attempts": 3}])
+    with pytest.raises(PreconditionFailed) as refused:
+        local_engine.apply_op(fence)
+    assert refused.value.count == 2
+    assert ids(local_engine, after.physical) == ["t1", "t2"]  # nothing copied

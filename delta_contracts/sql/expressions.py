@@ -115,6 +115,17 @@ def backfill_pending(name: str, expression_text: str) -> str:
     return sql(pending)
 
 
+def closed_to(name: str, expression_text: str) -> str:
+    """A CHECK no row pending a backfill passes (`backfill_pending` is its violation): `name` is set, or the
+    expression over the old column has nothing to give it. Never NULL, so Delta reads it as written."""
+    value = exp.Paren(this=parse(expression_text))
+    closed = exp.or_(
+        exp.Not(this=exp.Is(this=column(name), expression=exp.Null())),
+        exp.Is(this=value, expression=exp.Null()),
+    )
+    return sql(closed)
+
+
 def null_safe(name: str, rule: exp.Expr, nullable: bool) -> str:
     """A column rule as a CHECK; on a nullable column NULL passes (`c IS NULL OR rule`)."""
     if not nullable:

@@ -8,6 +8,7 @@ from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
     Backfill,
+    CloseColumn,
     CopyRows,
     CreateTable,
     CreateView,
@@ -156,8 +157,8 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
         ("drop_not_null", "txn_amt_paise"),
     ]
     contract = [op for op in ops if op.phase is Phase.CONTRACT]
-    assert [op.kind for op in contract] == ["last_catch_up", "drop_columns"]
-    last, drop = contract
+    assert [op.kind for op in contract] == ["last_catch_up", "close_column", "drop_columns", "drop_check"]
+    last, close, drop, unclose = contract
     assert isinstance(drop, DropColumns) and drop.columns == ("txn_amt_paise",)
     assert drop.gate.objects == ("payments.transactions.txn_amt_paise",)
     assert drop.gate.deprecation_window == "P30D"
@@ -165,6 +166,13 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
     assert isinstance(last, LastCatchUp) and last.gate == drop.gate and last.column == "amount_paise"
     # and the drop refuses rows whose value is still only in the old column
     assert drop.copies == (("amount_paise", "`txn_amt_paise`"),)
+    # and, between the two, a CHECK closes the old column to values the new one lacks (Delta checks every
+    # row as it adds it and every commit after), under the same gate; the drop runs while it stands (no
+    # commit can land between its check and the drop), and the CHECK is dropped right after
+    assert isinstance(close, CloseColumn) and close.gate == drop.gate
+    assert close.expression == "NOT `amount_paise` IS NULL OR (`txn_amt_paise`) IS NULL"
+    assert drop.closed_by == (close.name,)
+    assert isinstance(unclose, DropCheck) and unclose.name == close.name
 
 
 def test_drop_only_in_contract_phase_with_gate() -> None:

@@ -95,9 +95,10 @@ def test_an_op_not_retried_stops_at_the_first_conflict() -> None:
 def test_zero_patience_tries_once() -> None:
     clock = Clock(seconds_per_try=0.5)
     calls, action = losing(1, clock)
-    with pytest.raises(CommitConflict):
+    with pytest.raises(CommitConflict) as raised:
         retried(action, clock, 0.0)
     assert len(calls) == 1
+    assert "tried once in" in str(raised.value)  # not "tried 1 times"
 
 
 def test_other_errors_are_not_retried() -> None:

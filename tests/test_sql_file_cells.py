@@ -13,6 +13,7 @@ from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.plan.ops import CopyRows, DropTable, Migration, Op, Phase
 from delta_contracts.plan.planner import PlanError, plan
+from delta_contracts.plan.render import session_settings, setting_statement
 from delta_contracts.plan.sqlfile import is_fence
 from delta_contracts.target import Target
 from tests.engine.sql_rerun import first_pass_cells
@@ -31,7 +32,17 @@ CASES = [
 def _guarded(migration: Migration, text: str) -> list[tuple[Op, tuple[str, ...]]]:
     cells = first_pass_cells(migration, text)
     ops = [op for phase in Phase for op in migration.phase(phase)]
-    for op, cell in zip(ops, cells, strict=True):
+    previous: Op | None = None
+    for op, whole in zip(ops, cells, strict=True):
+        # The session settings a statement needs are set right before it, and put back by the next cell.
+        restored = session_settings(previous) if previous is not None else ()
+        settings = (
+            *(setting_statement(k, default) for k, _, default in restored),
+            *(setting_statement(k, value) for k, value, _ in session_settings(op)),
+        )
+        assert whole[len(whole) - 1 - len(settings) : -1] == settings, f"{op.summary()}: session settings"
+        cell = (*whole[: len(whole) - 1 - len(settings)], whole[-1])
+        previous = op
         if isinstance(op, CopyRows | CatchUpRows):
             assert cell[0].startswith("DESCRIBE DETAIL "), f"{op.summary()}: no guard on its source"
             if op.source != migration.table and not is_fence(op):

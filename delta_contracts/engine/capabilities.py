@@ -225,6 +225,10 @@ LOCAL = EngineCapabilities(
                 Case(check_reads_names_needing_quotes, UNQUOTED_CHECK, detail=names_needing_quotes),
             ),
         ),
+        # The closing CHECK before a renamed column's drop: a CHECK as any other.
+        "close_column": Capability(
+            SQL, unless=(Case(check_reads_names_needing_quotes, UNQUOTED_CHECK, detail=names_needing_quotes),)
+        ),
         "drop_check": BY_DELTA_RS,
         "set_not_null": Capability(_refused(SET_NOT_NULL_REFUSAL)),
         "drop_not_null": BY_DELTA_RS,

@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from delta_contracts.engine.base import USER_METADATA_CONF
 from delta_contracts.plan.ops import Op, SetProperties, SetTableComment
-from delta_contracts.plan.render import build
+from delta_contracts.plan.render import build, session_settings
 from delta_contracts.sql import expressions as x
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -138,13 +138,18 @@ class DeltaSparkPath:
 
     def run(self, op: Op, location: Path, tag: str | None) -> None:
         session = self.session()
+        settings = session_settings(op)
         if tag:
             session.conf.set(USER_METADATA_CONF, tag)
+        for key, value, _ in settings:
+            session.conf.set(key, value)
         try:
             session.sql(x.sql(statement_at(op, location))).collect()
         finally:
             if tag:
                 session.conf.unset(USER_METADATA_CONF)
+            for key, _, _ in settings:
+                session.conf.unset(key)
 
     def close(self) -> None:
         if self._session is not None and self._owned:

@@ -105,8 +105,9 @@ class CommitConflict(EngineError):
     def __init__(self, what: str, conflict: str, attempts: int, retried: bool, seconds: float = 0.0) -> None:
         self.conflict, self.attempts = conflict, attempts
         if retried:
+            tried = "once" if attempts == 1 else f"{attempts} times"
             advice = (
-                f"tried {attempts} times in {seconds:.0f} s; run `apply` again when the writers are quieter "
+                f"tried {tried} in {seconds:.0f} s; run `apply` again when the writers are quieter "
                 "(it resumes here), or give it more time with --conflict-patience"
             )
         else:

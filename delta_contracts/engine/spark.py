@@ -26,7 +26,7 @@ from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveColumn, LiveTable, TableId, commits_from_history
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable
-from delta_contracts.plan.render import render
+from delta_contracts.plan.render import render, session_settings
 from delta_contracts.sql import expressions as x
 
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
@@ -311,10 +311,13 @@ class SparkEngine(Engine):
             raise EngineError(one_line(err)) from err
 
     @contextmanager
-    def _statement_settings(self, tag: str | None) -> Iterator[None]:
-        """The commit tag, and the session settings our statements' meaning depends on (STATEMENT_SETTINGS),
-        set for the statement and put back as they were after it."""
-        settings = {**STATEMENT_SETTINGS, **({USER_METADATA_CONF: tag} if tag else {})}
+    def _statement_settings(
+        self, tag: str | None, op_settings: Mapping[str, str] | None = None
+    ) -> Iterator[None]:
+        """The commit tag, and the session settings our statements' meaning depends on (STATEMENT_SETTINGS,
+        and those of the op, `plan.render.session_settings`), set for the statement and put back as they
+        were after it."""
+        settings = {**STATEMENT_SETTINGS, **({USER_METADATA_CONF: tag} if tag else {}), **(op_settings or {})}
         before = {key: self.spark.conf.get(key, None) for key in settings}
         for key, value in settings.items():
             if before[key] != value:
@@ -359,7 +362,7 @@ class SparkEngine(Engine):
             raise EngineError(f"{op.summary()} on {op.table}: the {self.name} engine cannot: {reason}")
         where = f"{op.summary()} on {op.table}"
         try:
-            with self._statement_settings(tag):
+            with self._statement_settings(tag, {k: v for k, v, _ in session_settings(op)}):
                 if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
                     self.sql(x.sql(exp_create_schema(op.table[:-1])))
                 retrying(

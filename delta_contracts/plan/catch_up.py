@@ -384,6 +384,12 @@ def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows
     key = (
         bulk.key if isinstance(bulk, CatchUpRows) and bulk.strategy is not CatchUpStrategy.PARTITIONS else ()
     )
+
+    # The first catch-up's checks name the old table as it was then (its duplicate-key subquery reads it by
+    # name); by the fence that name may be the alias view over the new table, so they read `source` itself.
+    def physical(predicate: str) -> str:
+        return x.reading_table(predicate, bulk.source, source)
+
     return CatchUpRows(
         table=bulk.table,
         phase=Phase.CUTOVER,
@@ -391,8 +397,8 @@ def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows
         mapping=bulk.mapping,
         key=key,
         strategy=CatchUpStrategy.INSERT_MISSING,
-        rejects=bulk.rejects,
-        reasons=bulk.reasons,
+        rejects=None if bulk.rejects is None else physical(bulk.rejects),
+        reasons=tuple((why.replace(str(bulk.source), str(source)), physical(p)) for why, p in bulk.reasons),
         reason="rows committed to the old table until it was closed to writers",
     )
 

@@ -31,6 +31,7 @@ from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.ops import (
     AddColumn,
     Backfill,
+    CloseColumn,
     DropCheck,
     DropColumnDefault,
     DropColumns,
@@ -363,11 +364,13 @@ def _contract_phase(
 ) -> None:
     """One drop per column, each waiting for its own mark's window. A renamed column's drop comes after a
     last catch-up under the same gate: an old producer may still write only the old column after the
-    cutover, and the drop would lose those values; the drop itself refuses, with the count, any such row
-    written between the two."""
+    cutover, and the drop would lose those values. Then a CHECK closes the old column to values the new one
+    lacks (Delta checks every row as it adds it, and every commit after), so no such row can land between
+    that check and the drop; the drop runs while the CHECK stands, and the CHECK is dropped right after."""
     for column in going:
         gate = gate_for(new, [f"{new.id}.{column.name}"], column_mark_key(column.name))
         copy = copies.get(column.name.casefold())
+        closing = f"dc_{column.name}_closed"
         if copy is not None:
             ctx.b.add(
                 LastCatchUp(
@@ -379,6 +382,16 @@ def _contract_phase(
                     reason=f"rows written to {column.name} only since the cutover",
                 )
             )
+            ctx.b.add(
+                CloseColumn(
+                    table=ctx.t,
+                    phase=Phase.CONTRACT,
+                    name=closing,
+                    expression=x.closed_to(*copy),
+                    gate=gate,
+                    reason=f"no row with a value only in {column.name} can land before the drop",
+                )
+            )
         ctx.b.add(
             DropColumns(
                 table=ctx.t,
@@ -386,9 +399,19 @@ def _contract_phase(
                 columns=(column.name,),
                 gate=gate,
                 copies=(copy,) if copy is not None else (),
+                closed_by=(closing,) if copy is not None else (),
                 reason="column removed or renamed in the contract",
             )
         )
+        if copy is not None:
+            ctx.b.add(
+                DropCheck(
+                    table=ctx.t,
+                    phase=Phase.CONTRACT,
+                    name=closing,
+                    reason=f"the check that closed {column.name}, which is gone",
+                )
+            )
 
 
 def _cost_warnings(ctx: _Context) -> None:

@@ -643,6 +643,30 @@ class CreateView(Op):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class CloseColumn(AddCheck):
+    """The CHECK that closes a renamed column's old column to values the new one lacks, right before the
+    drop: Delta checks every row when it is added and every commit after, so no old-shape row can land
+    between the drop's check and the drop (the drop removes the column while it stands, then `DropCheck`
+    removes it). Held by the drop's gate, as the last catch-up before it."""
+
+    kind: ClassVar[str] = "close_column"
+    gate: Gate
+
+    def postcondition(self) -> Condition:
+        from delta_contracts.sql.expressions import referenced_columns
+
+        # Once the old column is dropped the CHECK is gone with it: there is nothing left to close.
+        gone = tuple(ColumnAbsent(self.table, c) for c in sorted(referenced_columns(self.expression)))
+        return AnyOf((*gone, CheckIs(self.table, self.name, self.expression)))
+
+    def result_condition(self) -> Condition:
+        return CheckIs(self.table, self.name, self.expression)
+
+    def summary(self) -> str:
+        return f"close the old column: check {self.name}: {self.expression}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DropColumns(Op):
     kind: ClassVar[str] = "drop_columns"
     destructive: ClassVar[bool] = True
@@ -651,6 +675,11 @@ class DropColumns(Op):
     # (new column, expression over a dropped one) for a renamed column: a row where the new column is NULL
     # and the expression is not would lose its value, so the drop refuses while any is left.
     copies: tuple[tuple[str, str], ...] = ()
+    # The CHECKs (`CloseColumn`) that closed the columns to new values: the drop runs while they stand (Delta
+    # refuses it unless told not to check them, see `plan.render.session_settings`), and a `DropCheck` after
+    # it removes them. Written to migration files only when set, so files from before stay byte for byte.
+    closed_by: tuple[str, ...] = ()
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("closed_by",)
 
     def postcondition(self) -> Condition:
         return AllOf(tuple(ColumnAbsent(self.table, c) for c in self.columns))

@@ -11,6 +11,7 @@ from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
     Backfill,
+    CloseColumn,
     ColumnSpec,
     CopyRows,
     CreateTable,
@@ -39,6 +40,27 @@ def render(op: Op) -> str:
     """The one Spark SQL statement that performs `op`."""
     # sqlglot flags `SET NOT NULL` as unsupported while generating it correctly (allow_null=False).
     return x.sql(build(op), strict=not isinstance(op, SetNotNull))
+
+
+# Delta refuses to drop a column a CHECK reads (DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE) unless this session
+# setting (delta-spark 3.x and 4.x, default true) says not to look.
+CHECK_DEPENDENT_EXPRESSIONS = "spark.databricks.delta.alterTable.changeColumn.checkExpressions"
+
+
+def session_settings(op: Op) -> tuple[tuple[str, str, str], ...]:
+    """(key, value, default): the Spark session settings the op's statement runs with. A closed column's drop
+    runs while its closing CHECK stands, so that no commit can land between the CHECK and the drop: for the
+    instant between the drop and the `DropCheck` after it, the CHECK reads a column that is gone and every
+    write fails (and is retried by its producer) rather than commit a value the drop would lose."""
+    if isinstance(op, DropColumns) and op.closed_by:
+        return ((CHECK_DEPENDENT_EXPRESSIONS, "false", "true"),)
+    return ()
+
+
+def setting_statement(key: str, value: str) -> str:
+    """`SET key = value`, as a `.sql` file sets a session setting before a statement that needs it."""
+    item = exp.SetItem(this=exp.EQ(this=exp.Var(this=key), expression=exp.Var(this=value)))
+    return x.sql(exp.Set(expressions=[item]))
 
 
 def _alter(op: Op, *actions: exp.Expr) -> exp.Alter:
@@ -156,6 +178,11 @@ def _(op: AddCheck) -> exp.Expr:
     return _alter(
         op, exp.AddConstraint(expressions=[exp.Constraint(this=x.ident(op.name), expressions=[check])])
     )
+
+
+@build.register
+def _(op: CloseColumn) -> exp.Expr:
+    return build(AddCheck(table=op.table, phase=op.phase, name=op.name, expression=op.expression))
 
 
 @build.register

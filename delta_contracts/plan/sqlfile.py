@@ -20,6 +20,7 @@ from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.ops import (
     PHASES,
+    CloseColumn,
     CopyRows,
     DropColumns,
     DropTable,
@@ -28,7 +29,7 @@ from delta_contracts.plan.ops import (
     Op,
     Phase,
 )
-from delta_contracts.plan.render import render
+from delta_contracts.plan.render import render, session_settings, setting_statement
 from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 
@@ -133,6 +134,8 @@ def render_sql_file(migration: Migration, *, migration_id: str, target: Target) 
             lines.append(f"-- {title}:")
             lines.extend(f"--   - {comment_text(item)}" for item in items)
     number = 0
+    # Session settings the previous cell's statement changed, put back before the next cell's statement.
+    restore: tuple[tuple[str, str, str], ...] = ()
     for phase in PHASES:
         ops = migration.phase(phase)
         if not ops:
@@ -144,10 +147,17 @@ def render_sql_file(migration: Migration, *, migration_id: str, target: Target) 
             lines.append(f"-- [{number}] {comment_text(op.summary())}{reason}")
             for check in precheck_queries(op):
                 lines.append(f"-- pre-check, must return 0: {comment_text(check)}")
-            if isinstance(op, DropColumns | DropTable | LastCatchUp):
+            if isinstance(op, DropColumns | DropTable | LastCatchUp | CloseColumn):
                 lines.append(f"-- gate: {comment_text(op.gate.describe())}")
             for why, guard in refusal_guards(op, migration.table):
                 lines.append(f"-- guard, {comment_text(why)}:")
                 lines.append(guard + ";")
+            for key, _, default in restore:
+                lines.append(f"-- the session setting back to its default ({key}):")
+                lines.append(setting_statement(key, default) + ";")
+            restore = session_settings(op)
+            for key, value, _ in restore:
+                lines.append(f"-- session setting for this statement ({key}; the next cell sets it back):")
+                lines.append(setting_statement(key, value) + ";")
             lines.append(render(op) + ";")
     return "\n".join(lines) + "\n"

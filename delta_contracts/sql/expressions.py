@@ -115,6 +115,17 @@ def backfill_pending(name: str, expression_text: str) -> str:
     return sql(pending)
 
 
+def closed_to(name: str, expression_text: str) -> str:
+    """A CHECK no row pending a backfill passes (`backfill_pending` is its violation): `name` is set, or the
+    expression over the old column has nothing to give it. Never NULL, so Delta reads it as written."""
+    value = exp.Paren(this=parse(expression_text))
+    closed = exp.or_(
+        exp.Not(this=exp.Is(this=column(name), expression=exp.Null())),
+        exp.Is(this=value, expression=exp.Null()),
+    )
+    return sql(closed)
+
+
 def null_safe(name: str, rule: exp.Expr, nullable: bool) -> str:
     """A column rule as a CHECK; on a nullable column NULL passes (`c IS NULL OR rule`)."""
     if not nullable:
@@ -151,6 +162,23 @@ def substitute_columns(expression_text: str, values: dict[str, str]) -> str:
     def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.name.casefold() in folded:
             return folded[node.name.casefold()].copy()
+        return node
+
+    return sql(tree.transform(swap))
+
+
+def reading_table(expression_text: str, old: Sequence[str], new: Sequence[str]) -> str:
+    """`expression_text` with every table reference to `old` (a subquery's FROM) made a reference to `new`:
+    a check written against a table's name, run once that name means another object."""
+    tree = parse(expression_text)
+    wanted = [p.casefold() for p in old]
+
+    def swap(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Table) and [p.name.casefold() for p in node.parts] == wanted:
+            replacement = table(new)
+            if node.alias:
+                replacement.set("alias", node.args["alias"].copy())
+            return replacement
         return node
 
     return sql(tree.transform(swap))

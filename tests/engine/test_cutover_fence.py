@@ -15,7 +15,17 @@ from collections.abc import Callable
 import pytest
 
 from delta_contracts.engine.base import Engine, PreconditionFailed
-from delta_contracts.plan.ops import DropColumns, DropTable, LastCatchUp, Migration, Op, Phase, StampContract
+from delta_contracts.plan.ops import (
+    CloseColumn,
+    DropCheck,
+    DropColumns,
+    DropTable,
+    LastCatchUp,
+    Migration,
+    Op,
+    Phase,
+    StampContract,
+)
 from delta_contracts.plan.planner import plan
 from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
@@ -81,18 +91,106 @@ def test_in_place_rename_drop_catches_up_the_old_column(spark_engine: Engine) ->
     contract = apply_until(spark_engine, migration, lambda op: op.phase is Phase.CONTRACT)
     # an old producer, after the cutover: only the old column
     write_rows(spark_engine, state.physical, [{**LATE_ROW, "legacy_channel": "kiosk"}])
-    last, drop = contract
+    last, close, drop, unclose = contract
     assert isinstance(last, LastCatchUp) and isinstance(drop, DropColumns)
+    assert isinstance(close, CloseColumn) and isinstance(unclose, DropCheck)
     spark_engine.apply_op(last)
-    # and once more, between the last catch-up and the drop: the drop refuses it
+    # and once more, between the last catch-up and the closing check: the check refuses to close the column
     write_rows(spark_engine, state.physical, [{**LATE_ROW, "txn_id": "t4", "legacy_channel": "post"}])
     with pytest.raises(PreconditionFailed) as refused:
-        spark_engine.apply_op(drop)
+        spark_engine.apply_op(close)
     assert refused.value.count == 1
-    spark_engine.apply_op(last)  # apply runs it again (the gate holds both) before the drop
-    spark_engine.apply_op(drop)
+    spark_engine.apply_op(last)  # apply runs it again (the gate holds all three) before the drop
+    for op in (close, drop, unclose):
+        spark_engine.apply_op(op)
     from sqlglot import exp
 
     query = exp.select(x.column("txn_id"), x.column("channel")).from_(x.table(state.physical))
     got = {r["txn_id"]: r["channel"] for r in spark_engine.sql(x.sql(query))}
     assert got == {"t1": "web", "t2": None, "t3": "kiosk", "t4": "post"}
+
+
+def test_fence_refuses_old_rows_sharing_a_key_after_the_rename(local_engine: Engine) -> None:
+    """The first versioned migration renames the old table to `__v1` and gives its name to the alias view over
+    `__v2`: the fence's duplicate-key check reads `__v1` by that physical name, so two rows an old producer
+    committed there with one key are refused, not both copied into `__v2`."""
+    from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+
+    schema = "fenced_keys"
+    create_schema(local_engine, schema)
+    base, wanted = pair("change_partitioning", "in_place")  # the old table bears the contract's name
+    quality = wanted.quality.model_copy(update={"unique": (("txn_id",),)})
+    base, wanted = (c.model_copy(update={"quality": quality}) for c in (base, wanted))
+    old, new = renamed(base, schema), renamed(wanted, schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(local_engine, created, "create")
+    write_rows(local_engine, state.physical, ROWS)
+    migration, after = plan(old, new, Target.DELTA_4, state=state)
+
+    def is_fence(op: Op) -> bool:
+        return isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING
+
+    left = apply_until(local_engine, migration, is_fence)
+    fence = left[0]
+    assert isinstance(fence, CatchUpRows) and fence.source != new.table_parts  # renamed to __v1
+    # an old producer that never checked the stamp commits two rows with one key to the old table
+    write_rows(local_engine, fence.source, [LATE_ROW, {**LATE_ROW, "attempts": 3}])
+    with pytest.raises(PreconditionFailed) as refused:
+        local_engine.apply_op(fence)
+    assert refused.value.count == 2
+    assert ids(local_engine, after.physical) == ["t1", "t2"]  # nothing copied
+
+
+@JVM
+@pytest.mark.parametrize("engine_name", ["local_engine", "spark_engine"])
+def test_in_place_drop_leaves_no_gap_between_its_check_and_the_drop(
+    engine_name: str, request: pytest.FixtureRequest
+) -> None:
+    """An old producer commits a row carrying a value only in the old column after the drop's check has
+    passed and before `DROP COLUMNS` commits (hooked between the two, deterministically): the closing CHECK
+    refuses the commit, so the producer keeps its row (it switches and writes it again) and the drop loses
+    nothing. Before the CHECK the row landed, and the drop took its value with the column."""
+    engine: Engine = request.getfixturevalue(engine_name)
+    schema = f"closed_{engine_name}"
+    create_schema(engine, schema)
+    base, wanted = nullable_rename()
+    old, new = renamed(base, schema), renamed(wanted, schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(engine, created, "create")
+    write_rows(engine, state.physical, ROWS)
+    migration, _ = plan(old, new, Target.DELTA_4, state=state)
+    contract = apply_until(engine, migration, lambda op: op.phase is Phase.CONTRACT)
+    drop = next(op for op in contract if isinstance(op, DropColumns))
+    for op in contract[: contract.index(drop)]:
+        engine.apply_op(op)
+    late = {**LATE_ROW, "txn_id": "t4", "legacy_channel": "post"}
+    assert not engine.skip_or_check(drop)  # the drop's check passed: no row with a value only in the old one
+    try:  # the race: an old-shape commit right after the check
+        write_rows(engine, state.physical, [late])
+    except Exception as err:
+        landed = False
+        assert "dc_legacy_channel_closed" in str(err), err
+    else:
+        landed = True
+    engine.run_verified(drop)
+    # Until the closing CHECK is dropped right after, it reads a column that is gone: delta-spark passes a
+    # new-shape row (the missing column reads NULL), the embedded engine refuses it; neither loses a value.
+    window = {**LATE_ROW, "txn_id": "t5", "channel": "web"}
+    try:
+        write_rows(engine, state.physical, [window])
+    except Exception as err:
+        assert "legacy_channel" in str(err), err
+        expected: dict[str, str] = {}
+    else:
+        expected = {"t5": "web"}
+    for op in contract[contract.index(drop) + 1 :]:
+        engine.apply_op(op)
+    write_rows(engine, state.physical, [{**LATE_ROW, "txn_id": "t6", "channel": "app"}])  # open again
+    from sqlglot import exp
+
+    query = exp.select(x.column("txn_id"), x.column("channel")).from_(x.table(state.physical))
+    got = {r["txn_id"]: r["channel"] for r in engine.sql(x.sql(query))}
+    # the old-shape row's value is not lost: the CHECK refused its commit (before, it landed and lost it)
+    assert not landed and got == {"t1": "web", "t2": None, **expected, "t6": "app"}, (landed, got)
+    live = engine.describe(state.physical)
+    assert live is not None and live.check("dc_legacy_channel_closed") is None

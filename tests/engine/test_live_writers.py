@@ -116,7 +116,16 @@ def run_live(
         for s in load_history(root / old.id)
         for i, op in enumerate(s.migration.ops, 1)
     }
-    watched = {"catch_up_rows", "copy_rows", "last_catch_up", "drop_columns", "drop_table", "rename_table"}
+    watched = {
+        "catch_up_rows",
+        "copy_rows",
+        "last_catch_up",
+        "close_column",
+        "drop_columns",
+        "drop_check",
+        "drop_table",
+        "rename_table",
+    }
     phases = [op.phase for op in ops.values()]
     firsts = {name for k, (name, op) in enumerate(ops.items()) if k == 0 or phases[k - 1] != op.phase}
 

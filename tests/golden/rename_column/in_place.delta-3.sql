@@ -47,7 +47,17 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='p
 -- [14] last catch-up amount_paise = `txn_amt_paise` (rows written to txn_amt_paise only since the cutover)
 -- gate: after P30D since delta_contracts.deprecated.column.txn_amt_paise was set and zero readers of payments.transactions.txn_amt_paise in the last P14D (or --force --reason)
 UPDATE `payments`.`transactions` SET `amount_paise` = `txn_amt_paise` WHERE `amount_paise` IS NULL;
--- [15] drop columns txn_amt_paise (column removed or renamed in the contract)
+-- [15] close the old column: check dc_txn_amt_paise_closed: NOT `amount_paise` IS NULL OR (`txn_amt_paise`) IS NULL (no row with a value only in txn_amt_paise can land before the drop)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((NOT `amount_paise` IS NULL OR (`txn_amt_paise`) IS NULL), FALSE)
+-- gate: after P30D since delta_contracts.deprecated.column.txn_amt_paise was set and zero readers of payments.transactions.txn_amt_paise in the last P14D (or --force --reason)
+ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `dc_txn_amt_paise_closed` CHECK (NOT `amount_paise` IS NULL OR (`txn_amt_paise`) IS NULL);
+-- [16] drop columns txn_amt_paise (column removed or renamed in the contract)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE `amount_paise` IS NULL AND NOT (`txn_amt_paise`) IS NULL
 -- gate: after P30D since delta_contracts.deprecated.column.txn_amt_paise was set and zero readers of payments.transactions.txn_amt_paise in the last P14D (or --force --reason)
+-- session setting for this statement (spark.databricks.delta.alterTable.changeColumn.checkExpressions; the next cell sets it back):
+SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = false;
 ALTER TABLE `payments`.`transactions` DROP COLUMNS (`txn_amt_paise`);
+-- [17] drop check dc_txn_amt_paise_closed (the check that closed txn_amt_paise, which is gone)
+-- the session setting back to its default (spark.databricks.delta.alterTable.changeColumn.checkExpressions):
+SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = true;
+ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `dc_txn_amt_paise_closed`;

@@ -92,10 +92,8 @@ class ColumnSpec:
     # ("always" | "by_default", start, step) of an identity column; its START is where the values continue
     identity: tuple[str, int, int] | None = None
     generated: str | None = None  # a generated column's expression (SQL text)
-
-
-# ColumnSpec fields a migration file holds only when set: files written before they existed stay as they are.
-COLUMN_SPEC_OPTIONAL = ("identity", "generated")
+    # written to migration files only when set: files from before these fields stay byte for byte
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("identity", "generated")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ from typing import Any
 # themselves before a migration file's kinds are looked up.
 import delta_contracts.plan.catch_up  # noqa: F401
 from delta_contracts.plan.ops import (
-    COLUMN_SPEC_OPTIONAL,
     ColumnSpec,
     Gate,
     Migration,
@@ -30,25 +29,22 @@ def known_ops() -> Mapping[str, type[Op]]:
 def _plain(value: Any) -> Any:
     if isinstance(value, Phase):
         return value.value
-    if isinstance(value, ColumnSpec):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # Fields added after migration files were first written are left out while empty, so that those
+        # files stay byte for byte (`omitted_when_empty` on the class: ColumnSpec, CatchUpRows, DropColumns).
+        omitted = getattr(type(value), "omitted_when_empty", ())
         return {
             f.name: _plain(getattr(value, f.name))
             for f in dataclasses.fields(value)
-            if f.name not in COLUMN_SPEC_OPTIONAL or getattr(value, f.name) is not None
+            if f.name not in omitted or getattr(value, f.name)
         }
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
     return value
 
 
 def op_to_data(op: Op) -> dict[str, Any]:
-    data = _plain(op)
-    for name in getattr(type(op), "omitted_when_empty", ()):
-        if not data.get(name):
-            data.pop(name, None)
-    return {"kind": op.kind, **data}
+    return {"kind": op.kind, **_plain(op)}
 
 
 def _tuples(value: Any) -> Any:

@@ -24,7 +24,6 @@ from sqlglot import exp
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.live import LiveTable, TableId
-from delta_contracts.plan.building import versioned_name
 from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.planner import plan
 from delta_contracts.sql import expressions as x
@@ -284,7 +283,3 @@ def run_cell(engine: Engine, feature: str, change: str) -> Cell | Refused | str:
         rows_of(engine, served),
         after_live,
     )
-
-
-def expected_versioned_physical(new: Contract) -> TableId:
-    return versioned_name(new)

@@ -9,6 +9,7 @@ not.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -24,7 +25,13 @@ from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveColumn, LiveTable, TableId, commits_from_history
-from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
+from delta_contracts.plan.catch_up import (
+    CatchUpRows,
+    CatchUpStrategy,
+    change_feed_start,
+    fence_statement,
+    merge_statement,
+)
 from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable
 from delta_contracts.plan.render import render, session_settings
 from delta_contracts.sql import expressions as x
@@ -365,8 +372,9 @@ class SparkEngine(Engine):
             with self._statement_settings(tag, {k: v for k, v, _ in session_settings(op)}):
                 if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
                     self.sql(x.sql(exp_create_schema(op.table[:-1])))
+                attempts = itertools.count()
                 retrying(
-                    lambda: self._execute(op),
+                    lambda: self._execute(op, next(attempts)),
                     what=where,
                     retry=retried_on_conflict(op),
                     on_retry=self.count_retry,
@@ -378,17 +386,21 @@ class SparkEngine(Engine):
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
         return OpOutcome(op.kind, str(target), version, "sql")
 
-    def _execute(self, op: Op) -> None:
-        statement = self._statement(op)  # made again for each attempt: a change-feed start moves on
+    def _execute(self, op: Op, attempt: int = 0) -> None:
+        statement = self._statement(op, attempt)  # made again for each attempt: a change-feed start moves on
         if statement is not None:
             self.sql(statement)
 
-    def _statement(self, op: Op) -> str | None:
+    def _statement(self, op: Op, attempt: int = 0) -> str | None:
         """The op's SQL; a change-feed catch-up gets the source version to read changes from bound here (and
-        has nothing to run when the source has no commit since)."""
+        has nothing to run when the source has no commit since). The cutover's fence, once it lost a commit
+        race to a producer's append, reads the new table as of its current version: a blind append, which
+        no append can fail (`fence_statement`)."""
         if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED:
             start = change_feed_start(self.history(op.source), self.history(op.table))
             return None if start is None else x.sql(merge_statement(op, start))
+        if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING and attempt > 0:
+            return x.sql(fence_statement(op, self._version(op.table)))
         return render(op)
 
     def _describe_rows(

@@ -280,8 +280,6 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
     placeholder when None (the migration file shows it so; the engine binds it)."""
     if op.strategy is CatchUpStrategy.PARTITIONS:
         return _partition_merge(op)
-    if op.strategy is CatchUpStrategy.INSERT_MISSING:
-        return _insert_missing(op)
     columns = [name for name, _ in op.mapping]
     keys = {k.casefold() for k in op.key}
     if op.strategy is CatchUpStrategy.CHANGE_FEED:
@@ -403,24 +401,39 @@ def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows
     )
 
 
-def _insert_missing(op: CatchUpRows) -> exp.Merge:
-    """MERGE the converted old rows the new table lacks: by key (new keys inserted, existing keys left as they
-    are), or without a key every old row beyond the count of its equal rows in the new table (EXCEPT ALL)."""
+def fence_statement(op: CatchUpRows, new_table_version: int | None = None) -> exp.Insert:
+    """INSERT the converted old rows the new table lacks: by key (new keys only), or without a key every old
+    row beyond the count of its equal rows in the new table (EXCEPT ALL).
+
+    With `new_table_version` the new table is read as of that version (the engine binds the version it stood
+    at when the attempt began): the statement then reads the new table only through time travel, which Delta
+    does not count as a read of the table it writes, so it commits as a blind append and no producer's append
+    to the new table can fail it (open-source Delta is Serializable: a MERGE, or an INSERT reading the table's
+    current version, conflicts with every append committed while it ran, and a producer writing back to back
+    leaves no gap; measured on delta-spark 4). Rows producers append after that version are rows of their
+    own, never the old rows this copies. Without it (the migration file's form, and the embedded engine's) the
+    new table is read as it is: exact against any producer, a commit race lost against a busy one."""
     columns = [name for name, _ in op.mapping]
+    current = x.table(op.table)
+    if new_table_version is not None:
+        current.set(
+            "version",
+            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(new_table_version)),
+        )
     rows: exp.Query = _converted_rows(op)
-    on: exp.Expr = exp.false()
-    if op.key:
-        on = exp.and_(*(exp.EQ(this=_col(TARGET, k), expression=_col(SOURCE, k)) for k in op.key))
-    else:
-        current = exp.Select(expressions=[x.column(c) for c in columns]).from_(x.table(op.table))
-        rows = exp.Except(this=rows, expression=current, distinct=False)
-    insert = _insert_from_source(columns)
-    return exp.Merge(
-        this=_aliased_target(op),
-        using=exp.Subquery(this=rows, alias=_alias(SOURCE)),
-        on=on,
-        whens=exp.Whens(expressions=[exp.When(matched=False, source=False, then=insert)]),
+    if not op.key:
+        lacking = exp.Select(expressions=[x.column(c) for c in columns]).from_(current)
+        rows = exp.Except(this=rows, expression=lacking, distinct=False)
+    select = exp.Select(expressions=[_col(SOURCE, c) for c in columns]).from_(
+        exp.Subquery(this=rows, alias=_alias(SOURCE))
     )
+    if op.key:
+        current.set("alias", _alias(TARGET))
+        same_key = exp.and_(*(exp.EQ(this=_col(TARGET, k), expression=_col(SOURCE, k)) for k in op.key))
+        present = exp.select(exp.Literal.number(1)).from_(current).where(same_key)
+        select = select.where(exp.Not(this=exp.Exists(this=present)))
+    target = exp.Schema(this=x.table(op.table), expressions=[x.ident(c) for c in columns])
+    return exp.Insert(this=target, expression=select)
 
 
 def _insert_from_source(columns: Sequence[str]) -> exp.Insert:

@@ -6,7 +6,7 @@ from functools import singledispatch
 
 from sqlglot import exp
 
-from delta_contracts.plan.catch_up import CatchUpRows, merge_statement
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, fence_statement, merge_statement
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -223,7 +223,7 @@ def _(op: CopyRows) -> exp.Expr:
 
 @build.register
 def _(op: CatchUpRows) -> exp.Expr:
-    return merge_statement(op)
+    return fence_statement(op) if op.strategy is CatchUpStrategy.INSERT_MISSING else merge_statement(op)
 
 
 @build.register

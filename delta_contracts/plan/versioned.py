@@ -106,11 +106,12 @@ def plan_versioned(
         b.notes.append(catch_up.note)
     # The cutover's order is what keeps every row a producer commits (docs/migrations.md, "Writers during
     # a migration"): the catch-up above makes the new table equal to the old one while only the old one is
-    # written; the stamp then tells producers to switch; the old table is closed to them (renamed away when
-    # the alias takes its name, and in any case given a metadata commit, the deprecation mark, which fails
-    # every append still in flight on it); the fence copies what the old table got meanwhile, adding rows
-    # only, as producers now write to the new table.
-    b.add(stamp_op(new_physical, new))
+    # written; the alias view then moves to the new table (the old one renamed away first when the alias takes
+    # its name), and only then is the new table stamped, telling producers to switch. So every cell before the
+    # stamp runs while producers write only the old table, and a catch-up run again by hand is refused by its
+    # guard (the alias reads another table) before it could delete a producer's row from the new one. The old
+    # table is then closed to producers (the deprecation mark, a metadata commit, fails every append still in
+    # flight on it) and the fence copies what it got meanwhile, adding rows only.
     retired = old_physical
     if old_physical == alias:
         retired = versioned_name(old)
@@ -122,6 +123,7 @@ def plan_versioned(
         b.warn(f"{alias}: between the rename and the view swap the name is briefly missing")
     alter = target.supports_alter_view_as and old_physical != alias
     b.add(alias_view(new, new_physical, Phase.CUTOVER, alter_existing=alter, reason="swap the alias view"))
+    b.add(stamp_op(new_physical, new))
     if old_physical == alias:
         b.warn(
             f"{alias}: after cutover the name is a view: producers must write to "

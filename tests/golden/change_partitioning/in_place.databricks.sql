@@ -43,19 +43,19 @@ INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`,
 -- guard, fails unless payments.transactions is still a table: renamed away or a view, the cutover ran:
 DESCRIBE DETAIL `payments`.`transactions`;
 INSERT OVERWRITE TABLE `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions`;
--- [9] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=975118eb02997252, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions__v3` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='975118eb02997252', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
--- [10] rename table payments.transactions -> payments.transactions__v2 (free the name for the alias view)
+-- [9] rename table payments.transactions -> payments.transactions__v2 (free the name for the alias view)
 ALTER TABLE `payments`.`transactions` RENAME TO `payments`.`transactions__v2`;
--- [11] view payments.transactions -> payments.transactions__v3 (swap the alias view)
+-- [10] view payments.transactions -> payments.transactions__v3 (swap the alias view)
 CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v3`;
+-- [11] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=975118eb02997252, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v3` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='975118eb02997252', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
 -- [12] mark deprecated: delta_contracts.deprecated.table=true, delta_contracts.deprecated.since=3.0.0 (old version on its way out)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.deprecated.table'='true', 'delta_contracts.deprecated.since'='3.0.0');
 -- [13] catch up rows payments.transactions__v2 -> payments.transactions__v3 (fence: only the rows payments.transactions__v3 lacks, by whole rows) (rows committed to the old table until it was closed to writers)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE (NOT COALESCE(((`txn_amt_paise`) >= 1), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) >= 0), FALSE)) OR (NOT COALESCE(((`attempts`) IS NULL OR (`attempts`) <= 10), FALSE)) OR (NOT COALESCE(((`status`) IS NULL OR (`status`) IN ('OK', 'FAILED')), FALSE)) OR (NOT COALESCE(((`status`) <> 'OK' OR (`txn_amt_paise`) > 0), FALSE))
 -- guard, fails unless payments.transactions__v2 is still a table: dropped by the contract phase, nothing is left to copy:
 DESCRIBE DETAIL `payments`.`transactions__v2`;
-MERGE INTO `payments`.`transactions__v3` AS `t` USING (SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2` EXCEPT ALL SELECT `txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date` FROM `payments`.`transactions__v3`) AS `s` ON FALSE WHEN NOT MATCHED THEN INSERT (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) VALUES (`s`.`txn_id`, `s`.`txn_amt_paise`, `s`.`attempts`, `s`.`status`, `s`.`legacy_channel`, `s`.`txn_date`);
+INSERT INTO `payments`.`transactions__v3` (`txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date`) SELECT `s`.`txn_id`, `s`.`txn_amt_paise`, `s`.`attempts`, `s`.`status`, `s`.`legacy_channel`, `s`.`txn_date` FROM (SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2` EXCEPT ALL SELECT `txn_id`, `txn_amt_paise`, `attempts`, `status`, `legacy_channel`, `txn_date` FROM `payments`.`transactions__v3`) AS `s`;
 
 -- === contract: destructive; gated on the deprecation window and zero readers ===
 -- [14] drop table payments.transactions__v2 (old version, after the window)

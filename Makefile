@@ -30,9 +30,12 @@ delta3: $(BIN)/.installed $(DELTA3_VENV)/.installed
 demo: $(BIN)/.installed jars
 	$(BIN)/delta-contracts demo
 
+# The import graph (tests/test_import_graph.py: no cycle, a pure core) is read from the source in a second:
+# checked with the linters, not only in the test run.
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/pytest -q -p no:cacheprovider tests/test_import_graph.py
 
 typecheck: $(BIN)/.installed
 	$(BIN)/mypy

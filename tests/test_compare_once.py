@@ -127,3 +127,35 @@ def test_clustering_keys_differing_in_case_only_are_no_change_to_diff_or_plan() 
     _, moved = pair("change_clustering")
     changed, _ = plan(old, moved, Target.DELTA_4)
     assert [op.kind for op in changed.ops if op.kind == "set_clustering"] == ["set_clustering"]
+
+
+def test_a_rule_change_carries_its_rule_as_delta_stores_it() -> None:
+    """The planner reads a check's old and new CHECK from the change, normalised, not from the contracts."""
+    old, new = pair("tighten_check")
+    tightened = _only(diff(old, new), "DC-CK303")
+    (rule,) = tightened.rules()
+    assert rule.before is not None and rule.after is not None
+    assert (rule.before.name, rule.after.name) == ("attempts_min", "attempts_min")
+    assert ">= 0" in rule.before.expression and ">= 1" in rule.after.expression
+    assert "IS NULL OR" in rule.after.expression  # attempts is nullable: NULL passes the CHECK
+    old, new = pair("make_not_null")
+    (rule,) = _only(diff(old, new), "DC-MF104").rules()  # status's enum loses its NULL clause
+    assert rule.before is not None and rule.after is not None
+    assert "IS NULL" in rule.before.expression and "IS NULL" not in rule.after.expression
+
+
+def test_a_property_change_carries_its_key_and_values() -> None:
+    old, new = pair("set_property")
+    changed = _only(diff(old, new), "DC-TB403")
+    assert changed.property_values() == ("delta.enableChangeDataFeed", None, "true")
+
+
+def test_a_column_added_deprecated_is_reported_as_deprecated() -> None:
+    old, _ = pair("add_nullable_column")
+    doc = old.model_dump(by_alias=True, exclude_none=True)
+    doc["columns"] = [*doc["columns"], {"name": "note", "type": "string", "deprecated": {"since": "2.5.0"}}]
+    doc["version"] = "2.5.0"
+    new = Contract.model_validate(doc)
+    assert [c.code for c in diff(old, new)] == ["DC-AD201", "DC-LC701"]
+    migration, _ = plan(old, new, Target.DELTA_4)
+    assert "mark_deprecated" in {op.kind for op in migration.ops}

@@ -113,6 +113,12 @@ MEANINGS = {
     "unusable input": [
         "delta_contracts.plan.building.FeatureLossError",  # plan: a change would lose a declared feature
         "delta_contracts.errors.InputError",
+        "delta_contracts.quality.locate.ContractNotFoundError",  # read/write/enforce: no contract by that id
+        "delta_contracts.quality.read.VersionSpecError",  # read: a version pin that is no spec
+        "delta_contracts.quality.enforce.EnforceModeError",  # enforce/write: an unknown mode
+        "delta_contracts.quality.write.NoMergeKeyError",  # write: merge asked, no unique key declared
+        "delta_contracts.telemetry.log.RetireError",  # telemetry retire: no reason, or an unknown source
+        "delta_contracts.site.gather.ValidationFileError",  # site --validation: not validate's JSON
         "delta_contracts.contract.errors.ContractError",  # a broken contract
         "delta_contracts.contract.types.TypeParseError",
         "delta_contracts.interchange.odcs_import.OdcsError",  # import odcs: 2 invalid
@@ -180,6 +186,12 @@ def test_builtin_bases_are_kept() -> None:
         "delta_contracts.engine.spark_session.SparkConfError": ValueError,
         "delta_contracts.quality.read.PinNotServedError": LookupError,
         "delta_contracts.quality.write.ContractTableMissingError": LookupError,
+        "delta_contracts.quality.locate.ContractNotFoundError": LookupError,
+        "delta_contracts.quality.read.VersionSpecError": ValueError,
+        "delta_contracts.quality.enforce.EnforceModeError": ValueError,
+        "delta_contracts.quality.write.NoMergeKeyError": ValueError,
+        "delta_contracts.telemetry.log.RetireError": ValueError,
+        "delta_contracts.site.gather.ValidationFileError": ValueError,
     }.items():
         assert issubclass(EXCEPTIONS[name], base), name
 

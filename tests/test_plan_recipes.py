@@ -65,7 +65,7 @@ def test_create_in_place_makes_table_checks_and_stamp() -> None:
     assert "PARTITIONED BY (`txn_date`)" in create_sql
 
 
-def test_create_versioned_makes_vN_table_behind_view() -> None:
+def test_create_versioned_makes_a_major_numbered_table_behind_view() -> None:
     migration, state = plan(None, base_contract("versioned"), Target.DELTA_4)
     assert state.physical == ("payments", "transactions__v2")
     views = [op for op in migration.ops if isinstance(op, CreateView)]

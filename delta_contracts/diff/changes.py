@@ -7,6 +7,7 @@ constraints, TB table layout, QA quality/SLA, DC documentation, LC lifecycle. Co
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from delta_contracts.contract.model import (
@@ -17,6 +18,7 @@ from delta_contracts.contract.model import (
     TableConstraint,
     TableSpec,
 )
+from delta_contracts.diff.rules import RulePair
 
 PATCH, MINOR, MAJOR = ChangeClass.PATCH, ChangeClass.MINOR, ChangeClass.MAJOR
 
@@ -75,6 +77,10 @@ RANK = {PATCH: 1, MINOR: 2, MAJOR: 3}
 Subject = Column | TableConstraint | TableSpec | Quality | Contract
 
 
+def _no_rules() -> tuple[RulePair, ...]:
+    return ()
+
+
 @dataclass(frozen=True, slots=True)
 class Change:
     code: str
@@ -85,6 +91,26 @@ class Change:
     # the change into ops without pairing the contracts again. Not part of a change's identity or its JSON.
     before: Subject | None = dataclasses.field(default=None, compare=False, repr=False)
     after: Subject | None = dataclasses.field(default=None, compare=False, repr=False)
+    # The CHECKs the change adds, drops or rewrites, normalised as Delta stores them. Built when the planner
+    # asks (`rules()`): building one generates SQL, which `diff` itself never needs.
+    touched_rules: Callable[[], tuple[RulePair, ...]] = dataclasses.field(
+        default=_no_rules, compare=False, repr=False
+    )
+    # A table property change (DC-TB403): the property's key.
+    key: str | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    def rules(self) -> tuple[RulePair, ...]:
+        return self.touched_rules()
+
+    def property_values(self) -> tuple[str, str | None, str | None]:
+        """A table property change's key, and its value in the old and the new contract (None: unset)."""
+        if (
+            self.key is None
+            or not isinstance(self.before, TableSpec)
+            or not isinstance(self.after, TableSpec)
+        ):
+            raise TypeError(f"{self.code} at {self.field} is not a change of a table property")
+        return self.key, self.before.properties.get(self.key), self.after.properties.get(self.key)
 
     def columns(self) -> tuple[Column, Column]:
         """The old and the new column of a change to a column both contracts have (a retype, a rename)."""
@@ -107,6 +133,13 @@ class Change:
 
 
 def change(
-    code: str, message: str, where: str, before: Subject | None = None, after: Subject | None = None
+    code: str,
+    message: str,
+    where: str,
+    before: Subject | None = None,
+    after: Subject | None = None,
+    *,
+    rules: Callable[[], tuple[RulePair, ...]] = _no_rules,
+    key: str | None = None,
 ) -> Change:
-    return Change(code, CODES[code][0], message, where, before, after)
+    return Change(code, CODES[code][0], message, where, before, after, rules, key)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import (
@@ -14,6 +15,7 @@ from delta_contracts.contract.model import (
     Contract,
     LifecycleStatus,
     Quality,
+    TableConstraint,
     TableSpec,
     Versioning,
     duration_seconds,
@@ -21,6 +23,12 @@ from delta_contracts.contract.model import (
 from delta_contracts.contract.pairing import ColumnPairing, pair_columns
 from delta_contracts.contract.types import TypeParseError, canonical_or_text, parse_type, widens_to
 from delta_contracts.diff.changes import Change, change
+from delta_contracts.diff.rules import (
+    column_change_rules,
+    constraint_rules,
+    kind_rules,
+    retyped_rules,
+)
 from delta_contracts.target import DEFAULT_TARGET, Target
 
 
@@ -116,17 +124,19 @@ def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Targe
     for column in pairing.removed:
         hint = _rename_hint(column, pairing.added)
         field = f"columns[{old_index[column.name.casefold()]}]"
-        yield change("DC-DS103", f"column {column.name} removed{hint}", field, column, None)
+        rules = partial(column_change_rules, column, None)
+        yield change("DC-DS103", f"column {column.name} removed{hint}", field, column, None, rules=rules)
     for column in pairing.added:
         field = f"columns[{new_index[column.name.casefold()]}]"
         hint = _rename_hint(column, pairing.removed).replace("a rename of", "a rename from")
+        rules = partial(column_change_rules, None, column)
         if column.identity is not None or column.generated is not None:
             what = "identity" if column.identity is not None else "generated"
             message = (
                 f"{what} column {column.name} added: Delta adds no identity or generated column to an "
                 "existing table, so it needs a new versioned table"
             )
-            yield change("DC-AD204", message, field, None, column)
+            yield change("DC-AD204", message, field, None, column, rules=rules)
         elif column.nullable:
             default = f" with default {column.default!r}" if column.default is not None else ""
             yield change(
@@ -135,26 +145,39 @@ def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Targe
                 field,
                 None,
                 column,
+                rules=rules,
             )
         elif column.default is not None:
             message = f"NOT NULL column {column.name} added with default {column.default!r}"
-            yield change("DC-AD202", message, field, None, column)
+            yield change("DC-AD202", message, field, None, column, rules=rules)
         else:
             message = f"NOT NULL column {column.name} added without a default{hint}"
-            yield change("DC-AD203", message, field, None, column)
+            yield change("DC-AD203", message, field, None, column, rules=rules)
+        if column.deprecated is not None:
+            message = f"column {column.name} added deprecated since {column.deprecated.since}"
+            yield change("DC-LC701", message, f"{field}.deprecated", None, column)
+    constraints = (old.constraints, new.constraints)
     for before, after in pairing.matched:
         field = f"columns[{new_index[after.name.casefold()]}]"
         if before.name != after.name:
+            # the column's rules are named after it: each is rewritten (in case) or replaced (renamed)
+            rules = partial(column_change_rules, before, after)
             if before.name.casefold() == after.name.casefold():
                 message = f"column {before.name} renamed in case only to {after.name}"
-                yield change("DC-DC605", message, field, before, after)
+                yield change("DC-DC605", message, field, before, after, rules=rules)
             else:
                 message = f"column {before.name} renamed to {after.name}"
-                yield change("DC-BC102", message, f"{field}.name", before, after)
-        yield from _column(before, after, field, target)
+                yield change("DC-BC102", message, f"{field}.name", before, after, rules=rules)
+        yield from _column(before, after, field, target, constraints)
 
 
-def _column(before: Column, after: Column, field: str, target: Target) -> Iterator[Change]:
+def _column(
+    before: Column,
+    after: Column,
+    field: str,
+    target: Target,
+    constraints: tuple[tuple[TableConstraint, ...], tuple[TableConstraint, ...]],
+) -> Iterator[Change]:
     name = after.name
     old_type, new_type = canonical_or_text(before.type), canonical_or_text(after.type)
     if old_type != new_type:
@@ -165,11 +188,16 @@ def _column(before: Column, after: Column, field: str, target: Target) -> Iterat
         code = "DC-MF106" if widening else "DC-MF107"
         kind = "widened" if widening else "changed"
         message = f"column {name} type {kind}: {old_type} -> {new_type}"
-        yield change(code, message, f"{field}.type", before, after)
+        rules = partial(retyped_rules, before, after, *constraints)
+        yield change(code, message, f"{field}.type", before, after, rules=rules)
+    # a nullable column's rules let NULL through, a NOT NULL column's do not: their text changes with it
+    rules = partial(column_change_rules, before, after)
     if before.nullable and not after.nullable:
-        yield change("DC-MF104", f"column {name} made NOT NULL", f"{field}.nullable", before, after)
+        message = f"column {name} made NOT NULL"
+        yield change("DC-MF104", message, f"{field}.nullable", before, after, rules=rules)
     elif not before.nullable and after.nullable:
-        yield change("DC-MF105", f"column {name} made nullable", f"{field}.nullable", before, after)
+        message = f"column {name} made nullable"
+        yield change("DC-MF105", message, f"{field}.nullable", before, after, rules=rules)
     if before.default != after.default:
         message = f"column {name} default {before.default!r} -> {after.default!r}"
         yield change("DC-MF108", message, f"{field}.default", before, after)
@@ -216,10 +244,11 @@ def _bound(
     if old == new:
         return
     name, where = columns[1].name, f"{field}.{kind}"
+    rules = partial(kind_rules, *columns, kind)
     if old is None:
-        yield change("DC-CK301", f"column {name}: {kind} {new} added", where, *columns)
+        yield change("DC-CK301", f"column {name}: {kind} {new} added", where, *columns, rules=rules)
     elif new is None:
-        yield change("DC-CK302", f"column {name}: {kind} {old} removed", where, *columns)
+        yield change("DC-CK302", f"column {name}: {kind} {old} removed", where, *columns, rules=rules)
     else:
         try:
             tighter = new > old if kind == "min" else new < old  # type: ignore[operator]
@@ -227,7 +256,8 @@ def _bound(
             tighter = True
         code = "DC-CK303" if tighter else "DC-CK304"
         verb = "tightened" if tighter else "loosened"
-        yield change(code, f"column {name}: {kind} {verb} {old} -> {new}", where, *columns)
+        message = f"column {name}: {kind} {verb} {old} -> {new}"
+        yield change(code, message, where, *columns, rules=rules)
 
 
 def _checks(before: Column, after: Column, field: str) -> Iterator[Change]:
@@ -236,30 +266,31 @@ def _checks(before: Column, after: Column, field: str) -> Iterator[Change]:
     yield from _bound("min", old.min, new.min, columns, field)
     yield from _bound("max", old.max, new.max, columns, field)
     if old.enum != new.enum:
-        where = f"{field}.enum"
+        where, rules = f"{field}.enum", partial(kind_rules, *columns, "enum")
         if old.enum is None:
             message = f"column {name}: enum {plain(list(new.enum or ()))} added"
-            yield change("DC-CK301", message, where, *columns)
+            yield change("DC-CK301", message, where, *columns, rules=rules)
         elif new.enum is None:
-            yield change("DC-CK302", f"column {name}: enum removed", where, *columns)
+            yield change("DC-CK302", f"column {name}: enum removed", where, *columns, rules=rules)
         else:
             added = [v for v in new.enum if v not in old.enum]
             removed = [v for v in old.enum if v not in new.enum]
             if removed:
                 message = f"column {name}: enum values {plain(removed)} removed"
-                yield change("DC-CK306", message, where, *columns)
+                yield change("DC-CK306", message, where, *columns, rules=rules)
             if added:
                 message = f"column {name}: enum values {plain(added)} added"
-                yield change("DC-CK305", message, where, *columns)
+                yield change("DC-CK305", message, where, *columns, rules=rules)
     if old.regex != new.regex:
-        where = f"{field}.regex"
+        where, rules = f"{field}.regex", partial(kind_rules, *columns, "regex")
         if old.regex is None:
-            yield change("DC-CK301", f"column {name}: regex {new.regex!r} added", where, *columns)
+            message = f"column {name}: regex {new.regex!r} added"
+            yield change("DC-CK301", message, where, *columns, rules=rules)
         elif new.regex is None:
-            yield change("DC-CK302", f"column {name}: regex removed", where, *columns)
+            yield change("DC-CK302", f"column {name}: regex removed", where, *columns, rules=rules)
         else:
             message = f"column {name}: regex {old.regex!r} -> {new.regex!r}"
-            yield change("DC-CK307", message, where, *columns)
+            yield change("DC-CK307", message, where, *columns, rules=rules)
 
 
 def _same_expression(a: str, b: str) -> bool:
@@ -275,14 +306,16 @@ def _constraints(old: Contract, new: Contract) -> Iterator[Change]:
     for i, constraint in enumerate(new.constraints):
         prior = before.pop(constraint.name.casefold(), None)
         field = f"constraints[{i}]"
+        rules = partial(constraint_rules, prior, constraint)
         if prior is None:
             message = f"constraint {constraint.name} added: {constraint.expression}"
-            yield change("DC-CK311", message, field, None, constraint)
+            yield change("DC-CK311", message, field, None, constraint, rules=rules)
         elif not _same_expression(prior.expression, constraint.expression):
             message = f"constraint {constraint.name} changed to {constraint.expression}"
-            yield change("DC-CK313", message, field, prior, constraint)
+            yield change("DC-CK313", message, field, prior, constraint, rules=rules)
     for constraint in before.values():
-        yield change("DC-CK312", f"constraint {constraint.name} removed", "constraints", constraint, None)
+        message, rules = f"constraint {constraint.name} removed", partial(constraint_rules, constraint, None)
+        yield change("DC-CK312", message, "constraints", constraint, None, rules=rules)
 
 
 def _table(a: TableSpec, b: TableSpec) -> Iterator[Change]:
@@ -296,7 +329,7 @@ def _table(a: TableSpec, b: TableSpec) -> Iterator[Change]:
     for key in sorted(set(a.properties) | set(b.properties)):
         if a.properties.get(key) != b.properties.get(key):
             message = f"property {key}: {a.properties.get(key)!r} -> {b.properties.get(key)!r}"
-            yield change("DC-TB403", message, f"table.properties.{key}", a, b)
+            yield change("DC-TB403", message, f"table.properties.{key}", a, b, key=key)
     if a.versioning != b.versioning:
         code = "DC-TB405" if b.versioning is Versioning.VERSIONED else "DC-TB404"
         yield change(code, f"versioning {a.versioning} -> {b.versioning}", "table.versioning", a, b)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from delta_contracts.contract.model import Column, Contract
-from delta_contracts.contract.types import canonical, parse_type
 from delta_contracts.diff.compare import Comparison
 from delta_contracts.live import TableId
 from delta_contracts.plan.building import (
@@ -16,7 +15,6 @@ from delta_contracts.plan.building import (
     NOT_KEPT,
     TYPE_WIDENING,
     Builder,
-    PlanError,
     TableState,
     add_check,
     alias_columns,
@@ -28,12 +26,13 @@ from delta_contracts.plan.building import (
     stamp_op,
 )
 from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
+from delta_contracts.plan.change_set import ChangeSet, read_changes
+from delta_contracts.plan.in_place_columns import added_column, kept_column, tighten_not_null
 from delta_contracts.plan.ops import (
     AddColumn,
     Backfill,
     CloseColumn,
     DropCheck,
-    DropColumnDefault,
     DropColumns,
     DropFeature,
     DropNotNull,
@@ -43,20 +42,16 @@ from delta_contracts.plan.ops import (
     Op,
     Phase,
     SetClustering,
-    SetColumnComment,
     SetColumnDefault,
-    SetNotNull,
     SetProperties,
     SetTableComment,
     WidenType,
     column_mark_key,
     marked_columns,
 )
-from delta_contracts.plan.rules import contract_rules, not_null_rule
+from delta_contracts.plan.rules import not_null_rule
 from delta_contracts.sql import expressions as x
-from delta_contracts.target import NO_SET_NOT_NULL, Target
-
-Enable = Callable[[tuple[str, str], str], None]
+from delta_contracts.target import Target
 
 # What `delta.enableTypeWidening` adds to the protocol on Delta 4, and on Delta 3.2/3.3 (TableFeature.scala).
 TYPE_WIDENING_FEATURE, TYPE_WIDENING_PREVIEW = "typeWidening", "typeWidening-preview"
@@ -94,11 +89,13 @@ class _Context:
 
 def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration, TableState]:
     """Each aspect in turn — table layout, rules, columns, deprecation, the contract phase — in the manner of
-    Alembic's comparators; the phase of each op, not the order of the aspects, orders the migration."""
-    old, new, target, pairing = comparison.old, comparison.new, comparison.target, comparison.pairing
+    Alembic's comparators; the phase of each op, not the order of the aspects, orders the migration. Every
+    op follows from a change `diff` reported (`read_changes`): the contracts are not compared again."""
+    old, new, target = comparison.old, comparison.new, comparison.target
+    changes = read_changes(comparison)
     ctx = _Context(Builder(new.table_parts), state.physical, target, dict(state.properties))
     b, t = ctx.b, ctx.t
-    going = [*pairing.removed, *(before for before, _ in pairing.renamed)]
+    going = list(changes.going)
     if going:
         ctx.enable(COLUMN_MAPPING, "DROP COLUMN needs column mapping")
         b.warn(
@@ -107,33 +104,29 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
             "spark.databricks.delta.streaming.allowSourceColumnDrop=always (allowSourceColumnRenameAndDrop "
             "for a rename by Delta); restart them after each schema change"
         )
-    widened = {
-        before.name.casefold(): canonical(after.type)
-        for before, after in pairing.kept
-        if parse_type(before.type) != parse_type(after.type)
-    }
-    widening_off = _turns_type_widening_off(ctx, old, new, bool(widened))
-    _table_layout(ctx, comparison, held_back=frozenset({TYPE_WIDENING[0]}) if widening_off else frozenset())
-    relax = _old_rules(ctx, old, new, going, widened)
-    for before, after in pairing.kept:
-        _kept_column(b, t, before, after, target, ctx.enable)
-    for column in pairing.added:
-        _added_column(b, t, column, target, ctx.enable)
-    for before, after in pairing.renamed:
+    widened = changes.widened
+    widening_off = _turns_type_widening_off(ctx, changes, bool(widened))
+    _table_layout(ctx, changes, held_back=frozenset({TYPE_WIDENING[0]}) if widening_off else frozenset())
+    relax = _old_rules(ctx, changes, going, widened)
+    for kept in changes.kept:
+        kept_column(b, t, kept, target, ctx.enable)
+    for added in changes.added:
+        added_column(b, t, added, target, ctx.enable)
+    for before, after in changes.renamed:
         _renamed_column(ctx, before, after)
-    _clustering(ctx, comparison)
-    _change_feed_warnings(ctx, old, going, bool(pairing.renamed))
-    _new_rules(ctx, old, new, widened)
-    _deprecation_marks(ctx, old, new, going)
+    _clustering(ctx, changes)
+    _change_feed_warnings(ctx, old, going, bool(changes.renamed))
+    _new_rules(ctx, changes, widened)
+    _deprecation_marks(ctx, changes, new, going)
     for op in relax:
         b.add(op)
     b.add(stamp_op(t, new))
     copies = {
         before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
-        for before, after in pairing.renamed
+        for before, after in changes.renamed
     }
     if widening_off:
-        _type_widening_off(ctx, new)
+        _type_widening_off(ctx, changes)
     _contract_phase(ctx, new, going, copies)
     for column in ctx.defaults_after_drop:
         b.add(
@@ -155,37 +148,39 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     return migration, after_state
 
 
-def _table_layout(ctx: _Context, comparison: Comparison, held_back: frozenset[str]) -> None:
-    """Properties, description and clustering keys, as the comparison found them changed: metadata-only, in
+def _table_layout(ctx: _Context, changes: ChangeSet, held_back: frozenset[str]) -> None:
+    """Properties (DC-TB403) and the description (DC-DC601) as diff found them changed: metadata-only, in
     expand. `held_back`: properties a later phase sets."""
-    b, t, old, new = ctx.b, ctx.t, comparison.old, comparison.new
+    b, t = ctx.b, ctx.t
     changed_props = tuple(
-        (k, v)
-        for k, v in sorted(new.table.properties.items())
-        if old.table.properties.get(k) != v and k not in held_back
+        (key, value) for key, _, value in changes.properties if value is not None and key not in held_back
     )
     if changed_props:
         b.add(
             SetProperties(table=t, phase=Phase.EXPAND, properties=changed_props, reason="contract properties")
         )
         ctx.props.update(changed_props)
-    for key in sorted(set(old.table.properties) - set(new.table.properties) - held_back):
-        b.warn(f"{t}: property {key} left the contract but stays on the table (unset it by hand)")
-    described = any(c.field == "description" for c in comparison.having("DC-DC601"))
-    if described and new.description:
+    for key, _, value in changes.properties:
+        if value is None and key not in held_back:
+            b.warn(f"{t}: property {key} left the contract but stays on the table (unset it by hand)")
+    if changes.description:
         b.add(
-            SetTableComment(table=t, phase=Phase.EXPAND, comment=new.description, reason="table description")
+            SetTableComment(
+                table=t, phase=Phase.EXPAND, comment=changes.description, reason="table description"
+            )
         )
 
 
-def _clustering(ctx: _Context, comparison: Comparison) -> None:
-    """New clustering keys, once every column they name exists (Delta refuses CLUSTER BY on a column the
-    table lacks, DELTA_COLUMN_NOT_FOUND_IN_SCHEMA): emitted after the expand phase's ADD COLUMNS."""
-    b, t, new = ctx.b, ctx.t, comparison.new
-    if not comparison.having("DC-TB402"):
+def _clustering(ctx: _Context, changes: ChangeSet) -> None:
+    """New clustering keys (DC-TB402), once every column they name exists (Delta refuses CLUSTER BY on a
+    column the table lacks, DELTA_COLUMN_NOT_FOUND_IN_SCHEMA): after the expand phase's ADD COLUMNS."""
+    b, t = ctx.b, ctx.t
+    if changes.clustering is None:
         return
     b.add(
-        SetClustering(table=t, phase=Phase.EXPAND, columns=new.table.clustered_by, reason="clustering keys")
+        SetClustering(
+            table=t, phase=Phase.EXPAND, columns=changes.clustering.clustered_by, reason="clustering keys"
+        )
     )
     if ctx.target is Target.DELTA_3:
         b.warn(f"{t}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target")
@@ -211,17 +206,18 @@ def _change_feed_warnings(ctx: _Context, old: Contract, going: list[Column], ren
 
 
 def _old_rules(
-    ctx: _Context, old: Contract, new: Contract, going: list[Column], widened: Mapping[str, str]
+    ctx: _Context, changes: ChangeSet, going: list[Column], widened: Mapping[str, str]
 ) -> list[Op]:
-    """Drop the old rules that must go, and return those relaxed at cutover (rules of deprecated columns).
+    """Drop the old rules the changes touch that must go, and return those relaxed at cutover (rules of
+    deprecated columns).
 
     Delta refuses to retype a column a CHECK reads: such rules go before ALTER TYPE and come back in cutover.
     Rules of columns on their way out are relaxed at cutover, so producers may stop writing them."""
     b, t = ctx.b, ctx.t
-    old_rules, new_rules = contract_rules(old), contract_rules(new)
+    new_rules = {rule.key: rule for rule in changes.new_rules}
     going_names = {before.name.casefold() for before in going}
     relax: list[Op] = []
-    for rule in old_rules.values():
+    for rule in changes.old_rules:
         new_rule = new_rules.get(rule.key)
         drop = DropCheck(table=t, phase=Phase.EXPAND, name=rule.name, reason="its column is retyped")
         if retyped := sorted((c, widened[c]) for c in rule.columns if c in widened):
@@ -277,29 +273,34 @@ def _renamed_column(ctx: _Context, before: Column, after: Column) -> None:
         replace(fill, phase=Phase.CUTOVER, reason=f"catch rows written to {before.name} only since populate")
     )
     if not after.nullable:
-        _tighten_not_null(b, t, after.name, ctx.target)
+        tighten_not_null(b, t, after.name, ctx.target)
 
 
-def _new_rules(ctx: _Context, old: Contract, new: Contract, widened: Mapping[str, str]) -> None:
-    old_rules = contract_rules(old)
-    for rule in contract_rules(new).values():
+def _new_rules(ctx: _Context, changes: ChangeSet, widened: Mapping[str, str]) -> None:
+    """Add the new rules the changes touch, unless one stands on the table as it is."""
+    old_rules = {rule.key: rule for rule in changes.old_rules}
+    for rule in changes.new_rules:
         old_rule = old_rules.get(rule.key)
         if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & widened.keys():
             ctx.b.add(add_check(ctx.t, Phase.CUTOVER, rule))
 
 
-def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[Column]) -> None:
+def _deprecation_marks(ctx: _Context, changes: ChangeSet, new: Contract, going: list[Column]) -> None:
     """Marks accumulate: columns marked by earlier migrations (and maybe still awaiting their drop) stay
-    marked with their own since and window; only the newly marked get a mark, starting their own clock."""
-    earlier = marked_columns(ctx.props)
-    previously = {c.name.casefold() for c in old.columns if c.deprecated} | {n.casefold() for n in earlier}
-    newly = {c.name for c in going if c.name.casefold() not in previously} | {
-        c.name for c in new.columns if c.deprecated and c.name.casefold() not in previously
+    marked with their own since and window; only the newly marked (going, or DC-LC701) get a mark, starting
+    their own clock. The mark lists every column the new contract deprecates."""
+    earlier = {n.casefold() for n in marked_columns(ctx.props)}
+    newly = {c.name for c in going if c.deprecated is None and c.name.casefold() not in earlier} | {
+        c.name for c in changes.newly_deprecated if c.name.casefold() not in earlier
     }
     if not newly:
         return
     deprecated = sorted(
-        {*earlier, *(c.name for c in going), *(c.name for c in new.columns if c.deprecated)},
+        {
+            *marked_columns(ctx.props),
+            *(c.name for c in going),
+            *(c.name for c in new.columns if c.deprecated),
+        },
         key=str.casefold,
     )
     mark = MarkDeprecated.of(
@@ -314,12 +315,15 @@ def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[
     ctx.props.update(mark.properties)
 
 
-def _turns_type_widening_off(ctx: _Context, old: Contract, new: Contract, widens: bool) -> bool:
-    """Whether the contract turns type widening off (its property 'false', or gone after 'true') on a table
-    that has the feature, or gets it for a widening of this same migration: then the contract phase turns it
-    off, after every widening (`_type_widening_off`)."""
+def _turns_type_widening_off(ctx: _Context, changes: ChangeSet, widens: bool) -> bool:
+    """Whether the contract turns type widening off (its property 'false', or gone after 'true', DC-TB403) on
+    a table that has the feature, or gets it for a widening of this same migration: then the contract phase
+    turns it off, after every widening (`_type_widening_off`)."""
     key, on = TYPE_WIDENING
-    wanted, before = new.table.properties.get(key), old.table.properties.get(key)
+    changed = changes.property_change(key)
+    if changed is None:
+        return False
+    before, wanted = changed
     turned_off = (wanted == "false" and before != "false") or (wanted is None and before == on)
     if not turned_off or not (ctx.props.get(key) == on or widens):
         return False
@@ -327,7 +331,7 @@ def _turns_type_widening_off(ctx: _Context, old: Contract, new: Contract, widens
     return ctx.target is not Target.DELTA_3 or wanted is not None
 
 
-def _type_widening_off(ctx: _Context, new: Contract) -> None:
+def _type_widening_off(ctx: _Context, changes: ChangeSet) -> None:
     """DROP FEATURE gives readers without the feature (Delta before 3.3, delta-rs) the table back; on Delta 4
     with no TRUNCATE HISTORY nor wait (checkpoint protection). It unsets the property: a contract's 'false'
     is set again after it (which does not bring the feature back, measured on Delta 4.4). Delta 3.3 drops a
@@ -347,7 +351,8 @@ def _type_widening_off(ctx: _Context, new: Contract) -> None:
             "the local engine) can no longer write the table; only DROP FEATURE checkpointProtection "
             "TRUNCATE HISTORY, after the log retention, removes it (and the history before)"
         )
-    wanted = new.table.properties.get(key)
+    changed = changes.property_change(key)
+    wanted = changed[1] if changed is not None else None
     if wanted is None:
         ctx.props.pop(key, None)
         return
@@ -455,107 +460,3 @@ def _repoint_alias(b: Builder, new: Contract, t: TableId, going: list[str], targ
             f"{new.table_parts}: between the column drop and the view's re-creation the alias "
             "view briefly fails to resolve"
         )
-
-
-def _tighten_not_null(b: Builder, t: TableId, column: str, target: Target) -> None:
-    if target.supports_set_not_null:
-        b.add(SetNotNull(table=t, phase=Phase.CUTOVER, column=column, reason="nullable: false"))
-        return
-    b.add(add_check(t, Phase.CUTOVER, not_null_rule(column), f"nullable: false ({NO_SET_NOT_NULL})"))
-
-
-def _kept_column(
-    b: Builder, t: TableId, before: Column, after: Column, target: Target, enable: Enable
-) -> None:
-    old_type, new_type = parse_type(before.type), parse_type(after.type)
-    if old_type != new_type:
-        enable(TYPE_WIDENING, "type widening")
-        b.add(
-            WidenType(
-                table=t,
-                phase=Phase.EXPAND,
-                column=after.name,
-                from_type=canonical(before.type),
-                to_type=canonical(after.type),
-                reason="widen type",
-            )
-        )
-        b.warn(f"{t}: {target.type_widening_note}")
-    if (after.description or None) != (before.description or None) and after.description is not None:
-        b.add(
-            SetColumnComment(
-                table=t,
-                phase=Phase.EXPAND,
-                column=after.name,
-                comment=after.description,
-                reason="description",
-            )
-        )
-    if after.default != before.default:
-        if after.default is None:
-            b.add(DropColumnDefault(table=t, phase=Phase.EXPAND, column=after.name, reason="default removed"))
-        else:
-            _set_default(b, t, after, enable)
-    if before.nullable and not after.nullable:
-        if after.fill is not None:
-            _fill(
-                b,
-                t,
-                after.name,
-                x.canonical_expression(after.fill),
-                "fill rows without a value (the contract's fill)",
-            )
-        _tighten_not_null(b, t, after.name, target)
-    elif not before.nullable and after.nullable:
-        rule = not_null_rule(after.name)
-        b.add(
-            DropCheck(
-                table=t, phase=Phase.EXPAND, name=rule.name, reason="nullable again (NOT NULL via CHECK)"
-            )
-        )
-        b.add(DropNotNull(table=t, phase=Phase.EXPAND, column=after.name, reason="nullable again"))
-
-
-def _set_default(b: Builder, t: TableId, column: Column, enable: Enable) -> None:
-    enable(COLUMN_DEFAULTS, "column defaults")
-    default = column_spec(column).default or ""
-    b.add(
-        SetColumnDefault(table=t, phase=Phase.EXPAND, column=column.name, default=default, reason="default")
-    )
-
-
-def _added_column(b: Builder, t: TableId, column: Column, target: Target, enable: Enable) -> None:
-    spec = column_spec(column)
-    if spec.default is not None:
-        enable(COLUMN_DEFAULTS, "column defaults")
-    b.add(AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column"))
-    if spec.default is not None:
-        _set_default(b, t, column, enable)
-    if not column.nullable:
-        if spec.default is not None:
-            # SQL INSERT/UPDATE/MERGE apply a default, DataFrame appends do not: rows written without the
-            # column between populate and cutover are filled again by the cutover's catch-up.
-            _fill(b, t, column.name, spec.default, "fill existing rows with the default")
-        elif column.fill is not None:
-            _fill(
-                b,
-                t,
-                column.name,
-                x.canonical_expression(column.fill),
-                "fill existing rows (the contract's fill)",
-            )
-        else:
-            raise PlanError(
-                f"{b.table}: column {column.name} is added NOT NULL with no default: existing "
-                "rows would fail the cutover's NOT NULL check; declare `fill: <SQL over the other columns>` "
-                "(or a default)"
-            )
-        _tighten_not_null(b, t, column.name, target)
-
-
-def _fill(b: Builder, t: TableId, column: str, expression: str, reason: str) -> None:
-    """Backfill in populate, and again at cutover for rows written meanwhile by producers that do not
-    write the column yet — right before the NOT NULL check that needs it."""
-    fill = Backfill(table=t, phase=Phase.POPULATE, column=column, expression=expression, reason=reason)
-    b.add(fill)
-    b.add(replace(fill, phase=Phase.CUTOVER, reason="catch rows written without it since populate"))

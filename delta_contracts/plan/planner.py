@@ -27,6 +27,19 @@ from delta_contracts.plan.ops import Migration, Phase, RenameTable
 from delta_contracts.plan.versioned import plan_create, plan_versioned
 from delta_contracts.target import Target
 
+# The changes of a table's physical shape: a column added, removed, renamed or retyped, the partitioning.
+SHAPE_CHANGES = (
+    "DC-AD201",
+    "DC-AD202",
+    "DC-AD203",
+    "DC-AD204",
+    "DC-DS103",
+    "DC-BC102",
+    "DC-MF106",
+    "DC-MF107",
+    "DC-TB401",
+)
+
 
 def plan(
     old: Contract | None, new: Contract, target: Target, *, state: TableState | None = None
@@ -34,7 +47,13 @@ def plan(
     """The migration from `old` (None: the table does not exist yet) to `new`, and the state after it."""
     if old is None:
         return plan_create(new, target)
-    comparison = compare(old, new, target)
+    return plan_changes(compare(old, new, target), state=state)
+
+
+def plan_changes(comparison: Comparison, *, state: TableState | None = None) -> tuple[Migration, TableState]:
+    """The migration for the changes `diff` found between two contracts: what is refused, the strategy and
+    the ops all follow from `comparison.changes`."""
+    old, new = comparison.old, comparison.new
     refused = refusals(verdict(old, new, comparison.changes), old.version, new.version)
     if refused:
         # One classification for diff and plan: a change diff refuses is never planned.
@@ -58,10 +77,7 @@ def plan(
 def _needs_copy(comparison: Comparison) -> bool:
     """Whether the rows must be copied into a new table: the physical shape changes (a column going or
     coming, a type changing, partitioning)."""
-    pairing = comparison.pairing
-    if pairing.added or pairing.removed or pairing.renamed:
-        return True
-    return comparison.retypes_columns or comparison.partitioning_changed
+    return bool(comparison.having(*SHAPE_CHANGES))
 
 
 def _versioned_without_copy(comparison: Comparison, state: TableState) -> tuple[Migration, TableState]:
@@ -115,11 +131,19 @@ def _versioned_reasons(comparison: Comparison) -> list[str]:
         column = found.after if isinstance(found.after, Column) else None
         name = column.name if column is not None else found.field
         reasons.append(f"{name}: Delta cannot add or alter an identity or generated column in place")
-    for _, after in comparison.pairing.renamed:
+    for _, after in (c.columns() for c in comparison.having("DC-BC102")):
         if after.identity is not None or after.generated is not None:
             # a rename in place adds the new column, which Delta cannot add as an identity or generated one
             reasons.append(f"{after.name}: a renamed identity or generated column needs a new table")
     return reasons
 
 
-__all__ = ["PlanError", "TableState", "column_spec", "initial_state", "plan", "versioned_name"]
+__all__ = [
+    "PlanError",
+    "TableState",
+    "column_spec",
+    "initial_state",
+    "plan",
+    "plan_changes",
+    "versioned_name",
+]

@@ -20,7 +20,7 @@ from sqlglot import exp
 from delta_contracts.contract.errors import plain
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
-from delta_contracts.errors import FailedError
+from delta_contracts.errors import FailedError, InputError
 from delta_contracts.quality.locate import resolve_contract
 from delta_contracts.quality.rules import row_rules
 from delta_contracts.sql import expressions as x
@@ -33,6 +33,10 @@ Mode = Literal["fail", "quarantine", "cast"]
 MODES = ("fail", "quarantine", "cast")
 SAMPLE_ROWS = 5
 VIOLATIONS = "_violations"  # the rules a row broke (quarantine and sample rows)
+
+
+class EnforceModeError(InputError, ValueError):
+    """A mode `enforce` or `write` does not know."""
 
 
 class ContractViolationError(FailedError):
@@ -86,7 +90,7 @@ def enforce(
     rows now, the good rows when the caller writes them): cache a batch that is not deterministic.
     """
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        raise EnforceModeError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
     model = resolve_contract(contract, contracts)
     problems = schema_problems(df.schema, model, cast=mode == "cast")
     if problems:

@@ -5,9 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from delta_contracts.contract.model import Contract
+from delta_contracts.errors import InputError
 from delta_contracts.live import TableId
 from delta_contracts.plan.migrations import StoredMigration, load_history, table_folder
 from delta_contracts.plan.planner import initial_state
+
+
+class ContractNotFoundError(InputError, LookupError):
+    """No contract under the contracts folder has the id a caller named."""
 
 
 def history_of(contract_id: str, migrations_root: Path | None) -> list[StoredMigration]:
@@ -40,4 +45,4 @@ def resolve_contract(contract: Contract | str | Path, contracts: Path | None = N
         loaded = load_contract(file)
         if loaded.contract.id.casefold() == wanted:
             return as_contract(file)
-    raise LookupError(f"no contract with id {contract} under {root}")
+    raise ContractNotFoundError(f"no contract with id {contract} under {root}")

@@ -22,7 +22,7 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract, semver_tuple
 from delta_contracts.contract.types import canonical
-from delta_contracts.errors import FailedError
+from delta_contracts.errors import FailedError, InputError
 from delta_contracts.live import LiveTable, TableId
 from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE, STAMP_VERSION
 from delta_contracts.quality.locate import history_of
@@ -38,6 +38,10 @@ _SPEC = re.compile(r"^\s*(\^|~|=)?\s*(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?\s*$
 
 class PinNotServedError(FailedError, LookupError):
     """No live object serves the pinned version; the message says what changed since."""
+
+
+class VersionSpecError(InputError, ValueError):
+    """A version spec a reader pinned is not one of the forms `read` takes (^2, ~2.1, 2.1.0)."""
 
 
 class DeprecatedVersionWarning(UserWarning):
@@ -58,7 +62,7 @@ def parse_spec(text: str) -> VersionSpec:
     """`^2` / `^2.1.0` (same major), `~2.1` (same minor), `2.1.0` / `=2.1.0` (exact), `2` / `2.x` (= `^2`)."""
     match = _SPEC.match(text)
     if not match:
-        raise ValueError(f"'{text}' is not a version spec (use ^2, ~2.1 or 2.1.0)")
+        raise VersionSpecError(f"'{text}' is not a version spec (use ^2, ~2.1 or 2.1.0)")
     op, major_text, minor_text, patch_text = match.groups()
     major = int(major_text)
     minor = int(minor_text) if minor_text and minor_text.isdigit() else None

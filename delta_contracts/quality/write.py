@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.errors import FailedError
+from delta_contracts.errors import FailedError, InputError
 from delta_contracts.plan.planner import initial_state
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
@@ -22,6 +22,10 @@ from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
+
+
+class NoMergeKeyError(InputError, ValueError):
+    """A merge was asked for a contract that declares no unique key to merge on."""
 
 
 class ContractTableMissingError(FailedError, LookupError):
@@ -68,7 +72,7 @@ def write(
     keyed = model.quality.unique[0] if model.quality.unique else ()
     use_merge = bool(keyed) if merge is None else merge
     if use_merge and not keyed:
-        raise ValueError(f"contract {model.id} declares no unique key to merge on")
+        raise NoMergeKeyError(f"contract {model.id} declares no unique key to merge on")
     how = "merge" if use_merge else "append"
     tag = commit_tag(model, how)
     if use_merge:

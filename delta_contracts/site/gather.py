@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from delta_contracts.errors import InputError
+
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.diff.history import ContractVersion
@@ -162,6 +164,10 @@ def _reader_rows(state_dir: Path) -> tuple[list[dict[str, object]], str]:
     return read_rows(state_dir), f"readers log {path}"
 
 
+class ValidationFileError(InputError, ValueError):
+    """The --validation file is not the JSON `validate --format json` writes."""
+
+
 def _validation(path: Path | None) -> dict[str, dict[str, Any]]:
     if path is None:
         return {}
@@ -169,7 +175,7 @@ def _validation(path: Path | None) -> dict[str, dict[str, Any]]:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         shown = f"--validation {path}: not the JSON `validate --format json` writes"
-        raise ValueError(f"{shown}: {err}") from None
+        raise ValidationFileError(f"{shown}: {err}") from None
     tables = payload.get("tables", []) if isinstance(payload, dict) else []
     return {str(t.get("contract", "")).casefold(): t for t in tables if isinstance(t, dict)}
 

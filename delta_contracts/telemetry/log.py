@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from delta_contracts.errors import InputError
 from delta_contracts.telemetry.names import Names
 from delta_contracts.telemetry.store import (
     STATEMENT_CHARS,
@@ -169,6 +170,10 @@ def _utc(value: datetime | None) -> datetime | None:
 RETIRED = "telemetry_retired"
 
 
+class RetireError(InputError, ValueError):
+    """A retirement that cannot be recorded: no reason given, or a source never collected."""
+
+
 @dataclass(frozen=True, slots=True)
 class Retirement:
     """A source nobody will collect again (a one-off export, a decommissioned cluster), said so on purpose."""
@@ -190,11 +195,11 @@ def retire_source(state_dir: Path, source: str, reason: str, user: str, at: date
     from deltalake import write_deltalake
 
     if not reason.strip():
-        raise ValueError("a retirement needs a reason (it is recorded)")
+        raise RetireError("a retirement needs a reason (it is recorded)")
     known = watermarks(state_dir)
     if source not in known:
         listed = ", ".join(sorted(known)) or "none"
-        raise ValueError(f"no source {source!r} was ever collected (collected: {listed})")
+        raise RetireError(f"no source {source!r} was ever collected (collected: {listed})")
     ts = pa.timestamp("us", tz="UTC")
     schema = pa.schema(
         [("source", pa.string()), ("retired_at", ts), ("reason", pa.string()), ("user", pa.string())]

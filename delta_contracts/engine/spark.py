@@ -20,6 +20,7 @@ from typing import Any
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
 from delta_contracts.engine.capabilities import SPARK_DATABRICKS, SPARK_OSS_DELTA
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
+from delta_contracts.engine.hold import ProducerHold
 from delta_contracts.engine.retry import Backoff, one_line, retrying
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
@@ -225,6 +226,13 @@ def spark_statement_errors() -> tuple[type[BaseException], ...]:
     return (PySparkException, Py4JJavaError)
 
 
+def holds_producers(op: Op) -> bool:
+    """Whether producers are held off the op's table once it lost a commit race: every op run again after
+    one, but the versioned cutover's fence, which then commits as a blind append instead."""
+    fence = isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING
+    return retried_on_conflict(op) and not fence
+
+
 def retried_on_conflict(op: Op) -> bool:
     """Whether an op that lost a commit race is run again at once (`engine.retry`): not a destructive one,
     whose pre-check must count again first, nor a catalog change (a rename, a view, a new table)."""
@@ -286,6 +294,9 @@ class SparkEngine(Engine):
         self._state_dir = Path(state_dir) if state_dir is not None else None
         self.ledger = ledger  # a catalog table for the apply ledger (contracts.yml `engine.ledger`)
         self._databricks: bool | None = None
+        # Tables on which a statement of this engine lost a commit race to producers: the next op on one
+        # holds them off from its first attempt (a backfill's next batch would lose its first race too).
+        self._contended: set[TableId] = set()
 
     @property
     def state_dir(self) -> Path:
@@ -372,19 +383,51 @@ class SparkEngine(Engine):
             with self._statement_settings(tag, {k: v for k, v, _ in session_settings(op)}):
                 if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
                     self.sql(x.sql(exp_create_schema(op.table[:-1])))
-                attempts = itertools.count()
-                retrying(
-                    lambda: self._execute(op, next(attempts)),
-                    what=where,
-                    retry=retried_on_conflict(op),
-                    on_retry=self.count_retry,
-                    backoff=self._backoff(),
-                )
+                self._run_holding_producers(op, where)
         except spark_statement_errors() as err:
             raise EngineError(f"{where}: {one_line(err)}") from err
         target = op.new_name if isinstance(op, RenameTable) else op.table
         version = None if isinstance(op, CreateView | DropTable) else self._version(target)
         return OpOutcome(op.kind, str(target), version, "sql")
+
+    def _run_holding_producers(self, op: Op, where: str) -> None:
+        """Run the op's statement, again after each lost commit race while the patience lasts; from the first
+        lost race on, producers of its table are held off (`engine.hold`) until it ends, and every later op on
+        that table holds them from its first attempt."""
+        attempts = itertools.count()
+        hold = ProducerHold(op.table, self._hold_statement) if holds_producers(op) else None
+
+        def attempt() -> None:
+            if hold is not None:
+                hold.attempt_begins()
+                if op.table in self._contended and not hold.engaged:
+                    hold.engage()
+            self._execute(op, next(attempts))
+
+        def lost(conflict: str) -> None:
+            self.count_retry(conflict)
+            if hold is not None:
+                self._contended.add(op.table)
+                hold.engage()
+
+        try:
+            retry = retried_on_conflict(op)
+            retrying(attempt, what=where, retry=retry, on_retry=lost, backoff=self._backoff())
+        finally:
+            if hold is not None:
+                try:
+                    hold.release()
+                except spark_statement_errors():
+                    pass  # the hold runs out by itself; the op's own outcome is what the caller needs
+
+    def _hold_statement(self, statement: str) -> None:
+        retrying(
+            lambda: self.sql(statement),
+            what="hold producers",
+            retry=True,
+            on_retry=self.count_retry,
+            backoff=self._backoff(),
+        )
 
     def _execute(self, op: Op, attempt: int = 0) -> None:
         statement = self._statement(op, attempt)  # made again for each attempt: a change-feed start moves on

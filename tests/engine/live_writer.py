@@ -11,7 +11,11 @@ SPEC: url; table (where it writes first) and switch_to (where it writes once the
 table for an in-place migration); stamp_table and stamp_version (the stamp to watch); old_columns and
 new_columns ({column: source field}) saying which column carries which field of a row before and after the
 stamp; mode (`append`: INSERT INTO; `merge`: MERGE on txn_id, re-merging its previous rows unchanged and
-inserting new ones); name (prefix of its txn ids); log (the file of committed rows).
+inserting new ones); name (prefix of its txn ids); log (the file of committed rows); cadence (optional: the
+seconds between two commits, CADENCE_SECONDS when absent, 0 for back to back).
+
+Before each write it also waits while the table it writes is held (`delta_contracts.hold` in its
+`TBLPROPERTIES` names an instant still to come), as docs/migrations.md asks of producers.
 """
 
 from __future__ import annotations
@@ -19,12 +23,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from datetime import date
+from datetime import UTC, date, datetime
 from typing import Any
 
 from pyspark.sql.connect.session import SparkSession
 from sqlglot import exp
 
+from delta_contracts.engine.hold import HOLD, held_until
 from delta_contracts.sql import expressions as x
 
 ROWS_PER_COMMIT = 2
@@ -99,13 +104,30 @@ def merge(table: list[str], rows: list[dict[str, Any]], columns: dict[str, str])
     return x.sql(statement)
 
 
-def stamped(session: Any, spec: dict[str, Any]) -> bool:
+def properties_of(session: Any, table: list[str]) -> dict[str, str]:
     try:
-        rows = session.sql(f"SHOW TBLPROPERTIES {x.sql(x.table(spec['stamp_table']))}").collect()
-    except Exception:  # the new table is not made yet
-        return False
-    properties = {str(r["key"]): str(r["value"]) for r in rows}
-    return properties.get("delta_contracts.version") == str(spec["stamp_version"])
+        rows = session.sql(f"SHOW TBLPROPERTIES {x.sql(x.table(table))}").collect()
+    except Exception:  # not made yet, or renamed away
+        return {}
+    return {str(r["key"]): str(r["value"]) for r in rows}
+
+
+def stamped(session: Any, spec: dict[str, Any]) -> bool:
+    return properties_of(session, spec["stamp_table"]).get("delta_contracts.version") == str(
+        spec["stamp_version"]
+    )
+
+
+def wait_while_held(session: Any, table: list[str], stop: Any) -> int:
+    """Waits while `table` is held; returns how many times it looked and found it held."""
+    held = 0
+    while not stop.is_set():
+        until = held_until(properties_of(session, table).get(HOLD))
+        if until is None or until <= datetime.now(UTC):
+            return held
+        held += 1
+        stop.wait(0.1)
+    return held
 
 
 def writer_main(
@@ -120,7 +142,8 @@ def writer_main(
     os.dup2(fd, 2)
     os.close(fd)
     session = SparkSession.builder.remote(spec["url"]).create()
-    switched, n, failures, failed_total = False, 0, 0, 0
+    switched, n, failures, failed_total, held_total = False, 0, 0, 0, 0
+    cadence = float(spec.get("cadence", CADENCE_SECONDS))
     previous: list[dict[str, Any]] = []
     with open(spec["log"], "a", encoding="utf-8") as log:
         while not stop.is_set():
@@ -128,6 +151,7 @@ def writer_main(
                 started.value += 1
             switched = switched or stamped(session, spec)
             table = spec["switch_to"] if switched else spec["table"]
+            held_total += wait_while_held(session, table, stop)
             columns = spec["new_columns"] if switched else spec["old_columns"]
             fresh = [row(spec["name"], n + i) for i in range(ROWS_PER_COMMIT)]
             if spec["mode"] == "merge":
@@ -148,7 +172,8 @@ def writer_main(
                     os._exit(1)
                 continue
             failures = 0
-            stop.wait(CADENCE_SECONDS)  # the next micro-batch (a failed write is retried at once)
+            if cadence:
+                stop.wait(cadence)  # the next micro-batch (a failed write is retried at once)
             for committed in fresh:
                 log.write(json.dumps(committed, default=str) + "\n")
             log.flush()
@@ -157,6 +182,9 @@ def writer_main(
             with finished.get_lock():
                 finished.value += 1
             ready.set()
-    print(f"committed {n} rows, {failed_total} failed writes retried, switched={switched}")
+    print(
+        f"committed {n} rows, {failed_total} failed writes retried, held {held_total} times, "
+        f"switched={switched}"
+    )
     sys.stdout.flush()
     os._exit(0)

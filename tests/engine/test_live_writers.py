@@ -72,9 +72,15 @@ def served(engine: Engine, contract: Contract, prefix: str) -> list[dict[str, An
 
 
 def run_live(
-    engine: Engine, url: str, tmp_path: Path, recipe: str, versioning: str, modes: list[str]
+    engine: Engine,
+    url: str,
+    tmp_path: Path,
+    recipe: str,
+    versioning: str,
+    modes: list[str],
+    cadence: float | None = None,
 ) -> dict[str, Any]:
-    schema = f"live_{recipe}_{versioning}"
+    schema = f"live_{recipe}_{versioning}{'' if cadence is None else '_busy'}"
     create_schema(engine, schema)
     base, wanted = nullable_rename() if recipe == "rename_nullable_column" else pair(recipe, versioning)
     old, new = renamed(base, schema), renamed(wanted, schema)
@@ -101,6 +107,7 @@ def run_live(
             "mode": mode,
             "name": name,
             "log": str(tmp_path / f"{name}.jsonl"),
+            **({} if cadence is None else {"cadence": cadence}),
         }
         ready, started, finished = context.Event(), context.Value("i", 0), context.Value("i", 0)
         process = context.Process(  # type: ignore[attr-defined]
@@ -181,23 +188,44 @@ def _last_line(path: Path) -> str:
     return lines[-1] if lines else ""
 
 
-# `make test` runs the in-place rename (expand, populate, cutover and a drop with its last catch-up); the
-# exhaustive tier the NOT NULL tightening and the versioned repartition (its cutover fence is also held by
+# `make test` runs the in-place rename (expand, populate, cutover and a drop with its last catch-up) and the
+# versioned repartition (a copy, a catch-up, the cutover and its fence) under a producer committing back to
+# back, with no pause: every statement of `apply` that reads the table loses its first commit race to it
+# (open-source Delta is Serializable), and commits only because producers are held off it
+# (`engine.hold`), or, for the fence, because it commits as a blind append. The exhaustive tier runs the
+# same with micro-batches every two seconds (no hold needed), the NOT NULL tightening, and the versioned
+# repartition with a second writer that MERGEs (its cutover fence is also held by
 # tests/engine/test_cutover_fence.py, a commit made at each step).
+BACK_TO_BACK = 0.0
 CASES = [
-    pytest.param("rename_nullable_column", "in_place", ["append"], id="rename_nullable_column"),
-    pytest.param("make_not_null", "in_place", ["append"], id="make_not_null", marks=EXHAUSTIVE),
+    pytest.param("rename_nullable_column", "in_place", ["append"], BACK_TO_BACK, id="rename_back_to_back"),
+    pytest.param("change_partitioning", "versioned", ["append"], BACK_TO_BACK, id="versioned_back_to_back"),
     pytest.param(
-        "change_partitioning", "versioned", ["append", "merge"], id="change_partitioning", marks=EXHAUSTIVE
+        "rename_nullable_column", "in_place", ["append"], None, id="rename_nullable_column", marks=EXHAUSTIVE
+    ),
+    pytest.param("make_not_null", "in_place", ["append"], None, id="make_not_null", marks=EXHAUSTIVE),
+    pytest.param(
+        "change_partitioning",
+        "versioned",
+        ["append", "merge"],
+        None,
+        id="change_partitioning",
+        marks=EXHAUSTIVE,
     ),
 ]
 
 
-@pytest.mark.parametrize(("recipe", "versioning", "modes"), CASES)
+@pytest.mark.parametrize(("recipe", "versioning", "modes", "cadence"), CASES)
 def test_no_committed_row_is_lost_while_apply_runs(
-    connect_url: str, connect_engine: Engine, tmp_path: Path, recipe: str, versioning: str, modes: list[str]
+    connect_url: str,
+    connect_engine: Engine,
+    tmp_path: Path,
+    recipe: str,
+    versioning: str,
+    modes: list[str],
+    cadence: float | None,
 ) -> None:
-    live = run_live(connect_engine, connect_url, tmp_path, recipe, versioning, modes)
+    live = run_live(connect_engine, connect_url, tmp_path, recipe, versioning, modes, cadence)
     print(
         f"{recipe}/{versioning}: {live['written']} rows written, {live['found']} found, "
         f"{live['retries']} commit(s) retried by apply, {live['ops']} ops; writers: {live['writers']}"

@@ -28,10 +28,11 @@ from delta_contracts.apply.gates import (
 from delta_contracts.apply.lease import DEFAULT_TTL, Lease
 from delta_contracts.apply.schedule import Schedule, Verdict
 from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
+from delta_contracts.engine.row_moves import BatchDone
 from delta_contracts.errors import InputError
 from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, describe
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import PHASES, STAMP_VERSION, CopyRows, Op, Phase
+from delta_contracts.plan.ops import PHASES, STAMP_VERSION, Op, Phase
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
 from delta_contracts.telemetry.names import Names
 
@@ -511,22 +512,13 @@ class Runner:
         other runners off the table meanwhile)."""
         if self.engine.skip_or_check(op):
             return Attempt(lg.Status.SKIPPED, str(op.table), "skipped", None, SKIPPED_DETAIL)
-        changed = self._changed_by_lossy_conversions(op)
+        mover = self.engine.row_mover(op)
+        changed = mover.before_run(self.engine, op) if mover is not None else ""
         tag = _tag(contract, stored, index, op, forced)
         table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
         if changed:
             detail = _joined(changed, detail)
         return Attempt(lg.Status.FORCED if forced else lg.Status.SUCCEEDED, table, path, version, detail)
-
-    def _changed_by_lossy_conversions(self, op: Op) -> str:
-        """How many rows of the source each conversion declared `lossy` changes, counted before the copy (its
-        source still holds them): what `apply` prints and the ledger keeps of the op."""
-        if not isinstance(op, CopyRows):
-            return ""
-        return "; ".join(
-            f"{column}: {self.engine.count_where(op.source, where)} row(s) changed by its lossy conversion"
-            for column, where in op.lossy
-        )
 
     def _execute(
         self,
@@ -540,20 +532,16 @@ class Runner:
     ) -> tuple[str, str, int | None, str]:
         """Run the op (in batches where it can be split): the table it left, path, version, detail.
         `before`: the table's version read when the op started (the lease keeps other runners off it)."""
-        from delta_contracts.apply.batches import batchable, plan_batches, run_batches
-
-        if batchable(op):
+        mover = self.engine.row_mover(op)
+        if mover is not None:
             key = (contract, stored.migration_id, index)
             marks = lg.batch_marks(self.entries, key, lg.op_checksum(op))
-            batches = plan_batches(self.engine, op, self.options.batch_rows, marks)
+            batches = mover.plan(self.engine, op, self.options.batch_rows, marks)
             if batches is not None:
                 count = 0
 
-                def finished(done: object) -> None:
+                def finished(done: BatchDone) -> None:
                     nonlocal count
-                    from delta_contracts.apply.batches import BatchDone
-
-                    assert isinstance(done, BatchDone)
                     count += 1
                     self._record(
                         self._entry(
@@ -572,7 +560,7 @@ class Runner:
                     self._boundary(f"{stored.migration_id} op {index} batch {len(marks) + count}")
                     lease.renew_if_due()  # a long backfill outlives the lease's TTL otherwise
 
-                run_batches(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
+                mover.run(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
                 resumed = f", resumed after {len(marks)} recorded" if marks else ""
                 return str(op.table), "sql", self._version(op), f"{count} batch(es){resumed}"
         outcome = self.engine.run_verified(op, tag=tag, before=before)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, auto
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 from delta_contracts.engine.state_table import PathStateTable, StateTable
@@ -25,6 +25,9 @@ from delta_contracts.plan.conditions import (
     holds,
 )
 from delta_contracts.plan.ops import Op
+
+if TYPE_CHECKING:
+    from delta_contracts.engine.row_moves import RowMover
 
 # The Spark setting whose value Delta writes into a commit's userMetadata: how a commit is tied to its op.
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -154,6 +157,10 @@ class Engine(ABC):
     def run_statement(self, statement: str, *, tag: str | None = None) -> None:
         """Run one data statement of an op (a batch of a backfill or copy), its commit tagged with `tag`."""
         self.sql(statement)
+
+    def row_mover(self, op: Op) -> RowMover[Any] | None:
+        """How the op moves rows in batches on this engine (its op table says), or None: it runs whole."""
+        return None
 
     def unsupported_reason(self, op: Op) -> str | None:
         """Why this engine cannot run `op`, or None; checked for a whole migration before any op runs."""

@@ -17,16 +17,16 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
-from delta_contracts.engine.capabilities import SPARK_DATABRICKS, SPARK_OSS_DELTA
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.retry import Backoff, one_line, retrying
+from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
+from delta_contracts.engine.spark_ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveColumn, LiveTable, TableId, commits_from_history
-from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, change_feed_start, merge_statement
-from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable
-from delta_contracts.plan.render import render, session_settings
+from delta_contracts.plan.ops import Op
+from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
 
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
@@ -218,12 +218,6 @@ def spark_statement_errors() -> tuple[type[BaseException], ...]:
     return (PySparkException, Py4JJavaError)
 
 
-def retried_on_conflict(op: Op) -> bool:
-    """Whether an op that lost a commit race is run again at once (`engine.retry`): not a destructive one,
-    whose pre-check must count again first, nor a catalog change (a rename, a view, a new table)."""
-    return not (op.destructive or isinstance(op, RenameTable | CreateView | CreateTable))
-
-
 def spark_errors() -> tuple[type[BaseException], ...]:
     """The exceptions a Spark session (classic or Connect) raises for a statement it refuses, for callers
     outside the engine layer that run DataFrame reads on a session they were handed."""
@@ -361,35 +355,31 @@ class SparkEngine(Engine):
         if reason is not None:
             raise EngineError(f"{op.summary()} on {op.table}: the {self.name} engine cannot: {reason}")
         where = f"{op.summary()} on {op.table}"
+        entry = SPARK_OPS[op]
         try:
             with self._statement_settings(tag, {k: v for k, v, _ in session_settings(op)}):
-                if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
+                if entry.creates_schema and len(op.table) > 1:
                     self.sql(x.sql(exp_create_schema(op.table[:-1])))
                 retrying(
                     lambda: self._execute(op),
                     what=where,
-                    retry=retried_on_conflict(op),
+                    retry=entry.retried(op),
                     on_retry=self.count_retry,
                     backoff=self._backoff(),
                 )
         except spark_statement_errors() as err:
             raise EngineError(f"{where}: {one_line(err)}") from err
-        target = op.new_name if isinstance(op, RenameTable) else op.table
-        version = None if isinstance(op, CreateView | DropTable) else self._version(target)
+        target = entry.table_left(op)
+        version = self._version(target) if entry.commits else None
         return OpOutcome(op.kind, str(target), version, "sql")
 
     def _execute(self, op: Op) -> None:
-        statement = self._statement(op)  # made again for each attempt: a change-feed start moves on
+        statement = SPARK_OPS[op].statement(self, op)  # made again for each attempt
         if statement is not None:
             self.sql(statement)
 
-    def _statement(self, op: Op) -> str | None:
-        """The op's SQL; a change-feed catch-up gets the source version to read changes from bound here (and
-        has nothing to run when the source has no commit since)."""
-        if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED:
-            start = change_feed_start(self.history(op.source), self.history(op.table))
-            return None if start is None else x.sql(merge_statement(op, start))
-        return render(op)
+    def row_mover(self, op: Op) -> RowMover[Any] | None:
+        return SPARK_OPS[op].rows
 
     def _describe_rows(
         self, kind: str, table: TableId, *columns: str, limit: int | None = None

@@ -97,6 +97,7 @@ from delta_contracts.plan.ops import (
     SyncIdentity,
     WidenType,
 )
+from delta_contracts.plan.purge import PurgeDroppedColumns, ReorgPurge
 from delta_contracts.plan.render import build, render
 from delta_contracts.sql import expressions as x
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
@@ -134,6 +135,7 @@ NO_IDENTITY_MERGE = refused(
     "Sail 0.7.2 has no MERGE INTO a table with identity columns ('not yet supported'); use --engine spark"
 )
 NO_SYNC_IDENTITY = by_delta_spark("Sail 0.7.2 has no ALTER COLUMN … SYNC IDENTITY")
+NO_REORG = by_delta_spark("Sail and delta-rs have no REORG TABLE … APPLY (PURGE)")
 NO_DROP_FEATURE = refused(
     "Sail 0.7.2 has no DROP FEATURE and delta-rs can only add table features; use --engine spark"
 )
@@ -287,6 +289,10 @@ def properties_at(op: SetProperties, location: Path) -> exp.Expr:
     )
 
 
+def purge_at(op: PurgeDroppedColumns, location: Path) -> exp.Expr:
+    return ReorgPurge(this=path_table(location))
+
+
 def column_mapped_first(engine: LocalEngine, op: DropColumns) -> None:
     if not engine.facts(op.table).mapped:
         raise EngineError(
@@ -298,7 +304,7 @@ def column_mapped_first(engine: LocalEngine, op: DropColumns) -> None:
 # -- rewrite (allow_rewrite only): the table's shape once the op is done ------------------------------------
 def unchanged_shape(op: Op, shape: TableShape) -> TableShape:
     # SyncIdentity: the rebuild re-inserts every row through Sail, which moves the high-water mark past
-    # given values.
+    # given values. PurgeDroppedColumns: the rebuilt files hold only the table's columns.
     return shape
 
 
@@ -476,6 +482,7 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
             Capability(NO_DROP_COLUMNS), before_delta_spark=column_mapped_first, reshape=dropped_shape
         ),
         DropTable: LocalOp(Capability(CATALOG), catalog=delete_directory, project=dropped_facts),
+        PurgeDroppedColumns: LocalOp(Capability(NO_REORG), at_location=purge_at, reshape=unchanged_shape),
     }
 )
 

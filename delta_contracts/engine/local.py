@@ -3,13 +3,13 @@ and delta-spark — started lazily, only when such an op comes — for the ops n
 (DESIGN.md, "Engines"). The table's Delta history always continues; no op restarts it.
 
 Ops that reach delta-spark (a local JVM session, ~6-10 s to start; Java 17 and the cached jars needed):
-DROP COLUMNS; enabling column mapping on a table; ALTER COLUMN TYPE / SET DEFAULT / DROP DEFAULT on a table
-this engine did not create in this process (Sail commits those and then fails); ADD COLUMN on a column-mapped
-table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables whose features delta-rs cannot write
-(column defaults, type widening). Which path an op takes is decided from the Delta log before it runs, by
-the engine's capability table (`capabilities.LOCAL`). Where delta-spark cannot start, such ops are refused
-before anything runs — unless the engine was opened with `allow_rewrite=True`, which rebuilds the table and
-keeps the old one as a backup (`rewrite`).
+DROP COLUMNS, and REORG … APPLY (PURGE) after it; enabling column mapping on a table; ALTER COLUMN TYPE /
+SET DEFAULT / DROP DEFAULT on a table this engine did not create in this process (Sail commits those and
+then fails); ADD COLUMN on a column-mapped table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables
+whose features delta-rs cannot write (column defaults, type widening). Which path an op takes is decided
+from the Delta log before it runs, by the engine's op table (`local_ops.LOCAL_OPS`). Where delta-spark cannot
+start, such ops are refused before anything runs — unless the engine was opened with `allow_rewrite=True`,
+which rebuilds the table and keeps the old one as a backup (`rewrite`).
 
 Sail's catalog lives in memory, so it is rebuilt at start: every Delta table under
 `<warehouse>/<schema>/<table>` is registered by location and views are re-created from

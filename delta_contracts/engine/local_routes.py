@@ -60,7 +60,7 @@ def features_of(properties: dict[str, str]) -> set[str]:
     return found
 
 
-# -- conditions of the capability table: (op, the table's facts) -> whether the case applies ---------------
+# -- conditions of the op table's capabilities: (op, the table's facts) -> whether the case applies ---------
 def lacks_delta_rs_writer_features(op: Op, facts: TableFacts) -> bool:
     return not facts.writer_features <= DELTA_RS_WRITER_FEATURES
 

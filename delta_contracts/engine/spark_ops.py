@@ -88,7 +88,7 @@ SPARK_OPS: OpTable[SparkOp] = OpTable(
 )
 
 SQL = Capability(Route(How.SQL))
-# The capability tables `check_supported` and the docs read, made from the op table.
+# The capability tables `unsupported_reason` reads, by kind, made from the op table.
 SPARK_OSS_DELTA = EngineCapabilities(
     "spark",
     {

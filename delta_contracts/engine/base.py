@@ -18,6 +18,7 @@ from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
     Condition,
+    HistoryCondition,
     IdentityCoversRows,
     NoRowsWhere,
     ViewDefined,
@@ -211,6 +212,10 @@ class Engine(ABC):
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, IdentityCoversRows):
             return self._identity_covers_rows(condition, reads)
+        if isinstance(condition, HistoryCondition):
+            if self._described(condition.table, reads) is None:
+                return condition.when_absent
+            return condition.holds_in(self.history(condition.table))
         if isinstance(condition, AllOf):
             return all(self._holds(c, reads) for c in condition.conditions)
         if isinstance(condition, AnyOf):

@@ -8,6 +8,7 @@ its rendering live here; each engine's op table says how it runs there."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -15,7 +16,8 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.generator import Generator
 
-from delta_contracts.plan.conditions import AllOf, ColumnAbsent, Condition
+from delta_contracts.live import Commit, TableId
+from delta_contracts.plan.conditions import AllOf, ColumnAbsent, Condition, HistoryCondition
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import build
 from delta_contracts.sql import expressions as x
@@ -35,14 +37,41 @@ def _reorg_purge_sql(generator: Generator, expression: ReorgPurge) -> str:
 Dialect.get_or_raise(DIALECT).generator_class.TRANSFORMS[ReorgPurge] = _reorg_purge_sql
 
 
+# Delta's names of the commit that drops columns, and of the one REORG … APPLY (PURGE) makes (Delta 4 and 3.3
+# name it REORG; lines before it ran the purge as an OPTIMIZE).
+DROP_COLUMNS_OPERATION = "DROP COLUMNS"
+PURGE_OPERATIONS = frozenset({"REORG", "OPTIMIZE"})
+
+
+@dataclass(frozen=True, slots=True)
+class RewrittenSinceDrop(HistoryCondition):
+    """The files were rewritten since the table's last column drop (or no retained commit drops a column:
+    a table rebuilt by `--allow-rewrite` starts its history again with files that hold no dropped column)."""
+
+    table: TableId
+    when_absent: ClassVar[bool] = True  # a gone table's files hold nothing any more
+
+    def holds_in(self, commits: Sequence[Commit]) -> bool:
+        drops = [c.version for c in commits if c.operation == DROP_COLUMNS_OPERATION]
+        if not drops:
+            return True
+        return any(c.version > max(drops) and c.operation in PURGE_OPERATIONS for c in commits)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PurgeDroppedColumns(Op):
     """Rewrites the data files that still hold the values of `columns`, dropped by the ops before it. It
-    moves no row and changes none: a rerun rewrites nothing more (only running it can tell, so it has no
-    postcondition and runs once, as the ledger records)."""
+    moves no row and changes none. Done once the history shows the rewrite after the last drop; a table
+    without files to rewrite (no row) gets no commit, so its purge runs again, rewriting nothing."""
 
     kind: ClassVar[str] = "purge_dropped_columns"
     columns: tuple[str, ...]  # the columns dropped before it, whose values it removes from the files
+
+    def postcondition(self) -> Condition:
+        return RewrittenSinceDrop(self.table)
+
+    def result_condition(self) -> Condition | None:
+        return None  # no rewrite (no commit) is a success too: there were no values to purge
 
     def precondition(self) -> Condition:
         # Purging before the drop would rewrite the files with the columns still in them.

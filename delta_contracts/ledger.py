@@ -187,6 +187,33 @@ class Ledger:
         ordered = sorted(out, key=lambda e: (e.recorded_at or epoch, e.seq))
         return ordered if retracted else current(ordered)
 
+    def of_contract(self, contract: str) -> ContractLedger:
+        """One contract's rows, read now, with the rows a runner appends kept in step."""
+        return ContractLedger(self, contract, self.entries([contract]))
+
+
+class ContractLedger:
+    """The ledger as one table's runner sees it: that contract's rows, ours appended as we go."""
+
+    def __init__(self, ledger: Ledger, contract: str, entries: list[LedgerEntry]) -> None:
+        self.ledger, self.contract, self.entries = ledger, contract, entries
+
+    def append(self, *entries: LedgerEntry) -> None:
+        self.ledger.append(entries)
+        self.entries.extend(entries)
+
+    def done_ops(self, stored: StoredMigration) -> set[int]:
+        return done_ops(self.entries, self.contract, stored)
+
+    def batch_marks(self, key: tuple[str, str, int], checksum: str = "") -> list[dict[str, Any]]:
+        return batch_marks(self.entries, key, checksum)
+
+    def recorded_checksum(self, migration_id: str) -> str | None:
+        return recorded_checksum(self.entries, self.contract, migration_id)
+
+    def created_version(self) -> str | None:
+        return created_version(self.entries, self.contract)
+
 
 def current(entries: Sequence[LedgerEntry]) -> list[LedgerEntry]:
     """The rows still in force: those of a migration recorded before its `discarded` row are left out (the

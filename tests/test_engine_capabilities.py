@@ -1,4 +1,4 @@
-"""Each engine's capability table: complete over the registered ops, matched by the implementations it names,
+"""Each engine's op table: complete over the registered ops, matched by the implementations its routes name,
 and the one place a refusal is said."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.engine import capabilities as c
-from delta_contracts.engine.capabilities import LOCAL, SPARK_DATABRICKS, SPARK_OSS_DELTA, How
-from delta_contracts.engine.delta_rs_path import delta_rs_change
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine import local_ops as lo
+from delta_contracts.engine.capabilities import How
+from delta_contracts.engine.local_ops import LOCAL, LOCAL_OPS
 from delta_contracts.engine.local_routes import TableFacts
-from delta_contracts.engine.rewrite import reshape
+from delta_contracts.engine.spark_ops import SPARK_DATABRICKS, SPARK_OSS_DELTA
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import (
     AddCheck,
@@ -23,7 +23,6 @@ from delta_contracts.plan.ops import (
     DropFeature,
     Gate,
     MarkDeprecated,
-    Op,
     Phase,
     SetColumnComment,
     SetNotNull,
@@ -50,22 +49,16 @@ def test_spark_runs_every_op_as_sql_but_set_not_null_off_databricks() -> None:
         assert SPARK_OSS_DELTA.capability(kind).hows() == {expected}  # type: ignore[union-attr]
 
 
-def _has_implementation(dispatcher: object, op_type: type[Op]) -> bool:
-    registry = dispatcher.registry  # type: ignore[attr-defined]
-    return dispatcher.dispatch(op_type) is not registry[object]  # type: ignore[attr-defined]
-
-
 @pytest.mark.parametrize("kind", sorted(LOCAL.kinds))
 def test_every_tool_the_local_table_names_has_an_implementation(kind: str) -> None:
-    op_type = known_ops()[kind]
-    hows = LOCAL.kinds[kind].hows()
+    entry = LOCAL_OPS[known_ops()[kind]]
+    hows = entry.capability.hows()
     if How.DELTA_RS in hows:
-        assert _has_implementation(delta_rs_change, op_type), f"{kind}: no delta-rs change"
+        assert entry.delta_rs is not None, f"{kind}: no delta-rs change"
     if How.DELTA_SPARK in hows:  # where delta-spark cannot start, --allow-rewrite rebuilds the table
-        assert _has_implementation(reshape, op_type), f"{kind}: no rewrite"
+        assert entry.reshape is not None, f"{kind}: no rewrite"
     if How.CATALOG in hows:
-        catalog = LocalEngine.__dict__["_by_catalog"].dispatcher
-        assert _has_implementation(catalog, op_type), f"{kind}: no catalog move"
+        assert entry.catalog is not None, f"{kind}: no catalog move"
 
 
 def test_set_not_null_is_said_once_in_the_package() -> None:
@@ -93,12 +86,12 @@ def test_local_routes_read_the_table() -> None:
     )
     add = AddColumn(table=T, phase=Phase.EXPAND, column=ColumnSpec("b", "int"))
     assert LOCAL.route(add, plain).how is How.DELTA_RS
-    assert LOCAL.route(add, mapped) == c.DELTA_RS_NO_MAPPED_ADD
+    assert LOCAL.route(add, mapped) == lo.DELTA_RS_NO_MAPPED_ADD
     widen = WidenType(table=T, phase=Phase.EXPAND, column="a", from_type="int", to_type="bigint")
-    assert LOCAL.route(widen, plain) == c.SAIL_ALTER_BY_LOCATION
+    assert LOCAL.route(widen, plain) == lo.SAIL_ALTER_BY_LOCATION
     assert LOCAL.route(widen, TableFacts(exists=True, sail_knows_schema=True)).how is How.SQL
     mapping = SetProperties(table=T, phase=Phase.EXPAND, properties=(("delta.columnMapping.mode", "name"),))
-    assert LOCAL.route(mapping, plain) == c.SAIL_MAPPING
+    assert LOCAL.route(mapping, plain) == lo.SAIL_MAPPING
     assert LOCAL.route(mapping, mapped).how is How.SQL
     gate = Gate("P7D", "P7D", "p", ("a",))
     assert LOCAL.route(DropColumns(table=T, phase=Phase.CONTRACT, columns=("a",), gate=gate), mapped).how is (
@@ -113,9 +106,9 @@ def test_local_refusals_read_the_op() -> None:
     clustered = CreateTable(
         table=T, phase=Phase.EXPAND, columns=columns, clustered_by=("a",), properties=feed
     )
-    assert LOCAL.refusal(clustered, TableFacts()) == c.NO_CLUSTER_BY.why  # the first case that holds
+    assert LOCAL.refusal(clustered, TableFacts()) == lo.NO_CLUSTER_BY.why  # the first case that holds
     marked = MarkDeprecated(table=T, phase=Phase.CUTOVER, properties=feed)
-    assert LOCAL.refusal(marked, TableFacts()) == c.NO_CHANGE_DATA_FEED_WRITES.why
+    assert LOCAL.refusal(marked, TableFacts()) == lo.NO_CHANGE_DATA_FEED_WRITES.why
     check = AddCheck(table=T, phase=Phase.CUTOVER, name="ok", expression="`amount; paid` > 0 AND plain > 0")
     assert LOCAL.refusal(check, TableFacts()) == (
         "Sail 0.7.2 stores CHECK expressions without identifier quotes, so a rule on ['amount; paid'] would "
@@ -131,7 +124,7 @@ def test_local_refusals_read_the_op() -> None:
         key=("a",),
         strategy=CatchUpStrategy.CHANGE_FEED,
     )
-    assert LOCAL.refusal(by_feed, TableFacts()) == c.NO_CHANGE_DATA_FEED_READS.why
+    assert LOCAL.refusal(by_feed, TableFacts()) == lo.NO_CHANGE_DATA_FEED_READS.why
 
 
 def test_local_refuses_to_drop_a_feature_and_spark_runs_it_as_sql() -> None:

@@ -128,7 +128,7 @@ MEANINGS = {
         "delta_contracts.plan.migrations.IntegrityError",  # apply refuses a tampered folder
         "delta_contracts.apply.runner.ApplyRefused",  # apply: 2 bad input
         "delta_contracts.apply.runner.ChecksumMismatch",
-        "delta_contracts.apply.DiscardRefused",  # discard: exit 2 when it ran
+        "delta_contracts.apply.discard.DiscardRefused",  # discard: exit 2 when it ran
         "delta_contracts.telemetry.sources.SourceError",  # telemetry collect: 2 bad source
         "delta_contracts.engine.spark_session.SparkConfError",  # a bad option
         "delta_contracts.engine.base.EngineChoiceError",  # an engine that cannot start

@@ -49,6 +49,7 @@ PRODUCERS: dict[str, set[str]] = {
     "last_catch_up": {"DC-BC102"},
     "close_column": {"DC-BC102"},
     "drop_columns": {"DC-DS103", "DC-BC102"},
+    "purge_dropped_columns": {"DC-DS103", "DC-BC102"},  # the dropped columns' values left in the files
     # a versioned table changed in place: its alias view shows the new columns, then loses the dropped ones
     "create_view": {*ADDED, "DC-MF106", "DC-DS103", "DC-BC102"},
 }

@@ -157,8 +157,15 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
         ("drop_not_null", "txn_amt_paise"),
     ]
     contract = [op for op in ops if op.phase is Phase.CONTRACT]
-    assert [op.kind for op in contract] == ["last_catch_up", "close_column", "drop_columns", "drop_check"]
-    last, close, drop, unclose = contract
+    assert [op.kind for op in contract] == [
+        "last_catch_up",
+        "close_column",
+        "drop_columns",
+        "drop_check",
+        "purge_dropped_columns",
+    ]
+    last, close, drop, unclose, purge = contract
+    assert purge.table == drop.table and getattr(purge, "columns", ()) == ("txn_amt_paise",)
     assert isinstance(drop, DropColumns) and drop.columns == ("txn_amt_paise",)
     assert drop.gate.objects == ("payments.transactions.txn_amt_paise",)
     assert drop.gate.deprecation_window == "P30D"

@@ -10,10 +10,8 @@ Delta version it produced. Which ops run, and which wait or are held at their ga
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
-from enum import StrEnum
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -25,105 +23,39 @@ from delta_contracts.apply.gates import (
     mark_in_commits,
     under_later_names,
 )
-from delta_contracts.apply.lease import DEFAULT_TTL, Lease
+from delta_contracts.apply.lease import Lease
+from delta_contracts.apply.reports import (
+    ApplyOptions,
+    Attempt,
+    OpInFlight,
+    OpReport,
+    OpStatus,
+    TableRun,
+    op_sql,
+    prechecks,
+    requirements,
+)
 from delta_contracts.apply.schedule import Schedule, Verdict
 from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
+from delta_contracts.engine.row_moves import BatchDone
 from delta_contracts.errors import InputError
-from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, describe
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import PHASES, STAMP_VERSION, CopyRows, Op, Phase
-from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
+from delta_contracts.plan.ops import STAMP_VERSION, Op
 from delta_contracts.telemetry.names import Names
 
-
-class OpStatus(StrEnum):
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    SKIPPED = "skipped"
-    FORCED = "forced"
-    FAILED = "failed"
-    DONE = "done"  # the ledger says it finished in an earlier run
-    SUPERSEDED = "superseded"  # `create` made the table at this contract version or later
-    HELD = "held"  # its gate is shut
-    WAITING = "waiting"  # behind a held op, or its phase was not selected
-    PLANNED = "would run"  # --dry-run
-    WOULD_SKIP = "would skip"  # --dry-run, postcondition holds
-
-
-@dataclass(frozen=True, slots=True)
-class OpReport:
-    contract: str
-    migration_id: str
-    index: int
-    phase: str
-    kind: str
-    summary: str
-    table: str
-    status: OpStatus
-    sql: str = ""
-    path: str = ""
-    version: int | None = None  # the table's version after the op
-    version_before: int | None = None  # … and before it: the same when the op committed nothing
-    detail: str = ""
-    prechecks: tuple[str, ...] = ()  # SQL counting queries that must return 0 before it runs
-    requires: tuple[str, ...] = ()  # what else must hold of the tables before it runs, in words
-    gate: str = ""  # what opens it
-    reasons: tuple[str, ...] = ()  # why it is held or waiting
-    retries: int = 0  # commits run again after another writer's commit won the race (engine.retry)
-
-    @property
-    def committed(self) -> bool:
-        """Whether the op committed a new version of its table (a skipped or empty op commits none)."""
-        return self.version is not None and self.version != self.version_before
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "contract": self.contract,
-            "migration": self.migration_id,
-            "op": self.index,
-            "phase": self.phase,
-            "kind": self.kind,
-            "summary": self.summary,
-            "table": self.table,
-            "status": self.status.value,
-            "sql": self.sql,
-            "path": self.path,
-            "version": self.version,
-            "version_before": self.version_before,
-            "committed": self.committed,
-            "detail": self.detail,
-            "prechecks": list(self.prechecks),
-            "requires": list(self.requires),
-            "gate": self.gate,
-            "reasons": list(self.reasons),
-            "retries": self.retries,
-        }
-
-
-@dataclass(frozen=True)
-class ApplyOptions:
-    to_version: str | None = None
-    phases: frozenset[Phase] = frozenset(PHASES)
-    dry_run: bool = False
-    force_reason: str | None = None  # opens shut gates; recorded
-    batch_rows: int = 1_000_000
-    lease_ttl: timedelta = DEFAULT_TTL
-    clock: Callable[[], datetime] = lg.now
-    readers_freshness: timedelta = DEFAULT_FRESHNESS  # how recent the readers log must be (contracts.yml)
-    on_event: Callable[[OpReport], None] | None = None  # progress: every op as it starts and ends
-    on_boundary: Callable[[str], None] | None = None  # called between steps (tests kill the process here)
-
-
-@dataclass
-class TableRun:
-    contract: str
-    reports: list[OpReport] = field(default_factory=list)
-    failure: OpReport | None = None
-    takeover: str | None = None  # the dead holder whose lease this run took over
-
-    @property
-    def held(self) -> list[OpReport]:
-        return [r for r in self.reports if r.status is OpStatus.HELD]
+# Importers of the runner find what it reports here, as before.
+__all__ = [
+    "ApplyOptions",
+    "ApplyRefused",
+    "ChecksumMismatch",
+    "OpInFlight",
+    "OpReport",
+    "OpStatus",
+    "Runner",
+    "TableRun",
+    "prechecks",
+    "requirements",
+]
 
 
 class ApplyRefused(InputError):
@@ -139,63 +71,6 @@ class ChecksumMismatch(ApplyRefused):
         )
 
 
-def _tag(contract: str, stored: StoredMigration, index: int, op: Op, reason: str | None) -> str:
-    meta: dict[str, object] = {
-        "contract": contract,
-        "migration": stored.migration_id,
-        "op": index,
-        "phase": op.phase.value,
-        "kind": op.kind,
-    }
-    if reason:
-        meta["forced_reason"] = reason
-    return json.dumps({"delta_contracts": meta}, ensure_ascii=False, sort_keys=True)
-
-
-def _preconditions(op: Op) -> tuple[Condition, ...]:
-    condition = op.precondition()
-    return condition.conditions if isinstance(condition, AllOf) else (condition,) if condition else ()
-
-
-def prechecks(op: Op) -> tuple[str, ...]:
-    """The queries that must return 0 before the op may run (tightening ops, copies)."""
-    from sqlglot import exp
-
-    from delta_contracts.sql import expressions as x
-
-    out = []
-    for check in _preconditions(op):
-        if isinstance(check, NoRowsWhere):
-            query = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(x.table(check.table))
-            out.append(x.sql(query.where(x.parse(check.predicate))))
-    return tuple(out)
-
-
-def requirements(op: Op) -> tuple[str, ...]:
-    """The rest of the op's precondition, the metadata it needs of the tables, in words."""
-    return tuple(describe(c) for c in _preconditions(op) if not isinstance(c, NoRowsWhere))
-
-
-def _sql(op: Op) -> str:
-    from delta_contracts.plan.render import render
-
-    try:
-        return render(op)
-    except TypeError:  # ops with no single statement (clustering on some targets)
-        return ""
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """How an op that started ended, when it did not fail: the ledger row's status and what it ran."""
-
-    status: lg.Status
-    table: str  # the table it left (a rename's new name)
-    path: str  # how it ran: sql | delta-rs | delta-spark | catalog | rewrite | skipped
-    version: int | None
-    detail: str
-
-
 def _joined(detail: str, more: str) -> str:
     return f"{detail}; {more}" if detail else more
 
@@ -207,9 +82,14 @@ class Runner:
         self.ledger = lg.Ledger(engine.ledger_table())
         self.user, self.host, self.pid = lg.who()
         self.run_id = lg.now().strftime("%Y%m%dT%H%M%S") + f"-{self.pid}"
-        self.entries: list[lg.LedgerEntry] = []  # the current table's ledger rows, ours appended as we go
+        self.table_ledger = lg.ContractLedger(self.ledger, "", [])  # the current table's, see `_run_table`
         # The current table's migrations: a drop's deprecation mark may be set by any of them.
         self.history: Sequence[StoredMigration] = ()
+
+    @property
+    def entries(self) -> list[lg.LedgerEntry]:
+        """The current table's ledger rows, ours appended as we go."""
+        return self.table_ledger.entries
 
     # -- one table -------------------------------------------------------------------------------------------
     def apply_table(self, contract: str, history: Sequence[StoredMigration]) -> TableRun:
@@ -261,8 +141,7 @@ class Runner:
                 reason=self.options.force_reason,
                 detail=why,
             )
-            self.ledger.append([entry])
-            self.entries.append(entry)
+            self.table_ledger.append(entry)
             return
 
     def _run_table(
@@ -270,12 +149,12 @@ class Runner:
     ) -> None:
         from delta_contracts.contract.model import semver_tuple
 
-        self.entries = self.ledger.entries([contract])
+        self.table_ledger = self.ledger.of_contract(contract)
         if not self.entries and not self.options.dry_run:
             self._check_ledger_knows(contract, history)
         self.history = history
         self._verify_checksums(contract, history)
-        baseline = lg.created_version(self.entries, contract)
+        baseline = self.table_ledger.created_version()
         wanted = [
             m
             for m in history
@@ -287,39 +166,39 @@ class Runner:
             ops = stored.migration.ops
             if baseline is not None and semver_tuple(stored.migration.to_version) <= semver_tuple(baseline):
                 for index, op in enumerate(ops, start=1):
-                    self._emit(run, self._report(contract, stored, index, op, OpStatus.SUPERSEDED))
+                    superseded = OpInFlight(contract, stored, index, op)
+                    self._emit(run, self._report(superseded, OpStatus.SUPERSEDED))
                 continue
-            done = lg.done_ops(self.entries, contract, stored)
+            done = self.table_ledger.done_ops(stored)
             todo = [op for i, op in enumerate(ops, start=1) if i not in done]
             try:
                 self.engine.check_supported(todo)
             except EngineError as err:
                 raise ApplyRefused(f"{stored.json_path}: {err}") from None
             for index, op, decision in schedule.decisions(stored, done):
+                flight = OpInFlight(contract, stored, index, op)
                 if decision.verdict is not Verdict.RUN:
                     status = OpStatus(decision.verdict.value)
                     reasons = decision.reasons
                     if status is OpStatus.HELD and not self.options.dry_run:
-                        self._record_held(contract, stored, index, op, reasons)
-                    self._emit(run, self._report(contract, stored, index, op, status, reasons=reasons))
+                        self._record_held(flight, reasons)
+                    self._emit(run, self._report(flight, status, reasons=reasons))
                     continue
-                report = self._run_op(contract, stored, index, op, lease, decision.forced)
+                report = self._run_op(flight, lease, decision.forced)
                 self._emit(run, report)
                 if report.status is OpStatus.FAILED:
                     run.failure = report
                     return
 
-    def _record_held(
-        self, contract: str, stored: StoredMigration, index: int, op: Op, reasons: tuple[str, ...]
-    ) -> None:
+    def _record_held(self, flight: OpInFlight, reasons: tuple[str, ...]) -> None:
         """A row saying the run left the op at its shut gate, and why: `history` shows what waited when."""
         detail = "; ".join(reasons)
-        held = self._entry(contract, stored, index, op, lg.Status.HELD, ended_at=lg.now(), detail=detail)
+        held = self._entry(flight, lg.Status.HELD, ended_at=lg.now(), detail=detail)
         self._record(held)
 
     def _verify_checksums(self, contract: str, history: Sequence[StoredMigration]) -> None:
         for stored in history:
-            recorded = lg.recorded_checksum(self.entries, contract, stored.migration_id)
+            recorded = self.table_ledger.recorded_checksum(stored.migration_id)
             current = lg.migration_checksum(stored.sql_path, stored.json_path)
             if recorded is not None and recorded != current:
                 raise ChecksumMismatch(stored.json_path, recorded, current)
@@ -344,19 +223,18 @@ class Runner:
         return () if verdict.open else verdict.reasons or ("the gate is shut",)
 
     # -- one op ----------------------------------------------------------------------------------------------
-    def _report(
-        self, contract: str, stored: StoredMigration, index: int, op: Op, status: OpStatus, **extra: object
-    ) -> OpReport:
+    def _report(self, flight: OpInFlight, status: OpStatus, **extra: object) -> OpReport:
+        op = flight.op
         base = OpReport(
-            contract,
-            stored.migration_id,
-            index,
+            flight.contract,
+            flight.stored.migration_id,
+            flight.index,
             op.phase.value,
             op.kind,
             op.summary(),
             str(op.table),
             status,
-            sql=_sql(op),
+            sql=op_sql(op),
             prechecks=prechecks(op),
             requires=requirements(op),
             gate=getattr(getattr(op, "gate", None), "describe", lambda: "")(),
@@ -373,20 +251,19 @@ class Runner:
         if self.options.on_boundary is not None:
             self.options.on_boundary(name)
 
-    def _entry(
-        self, contract: str, stored: StoredMigration, index: int, op: Op, status: lg.Status, **values: object
-    ) -> lg.LedgerEntry:
+    def _entry(self, flight: OpInFlight, status: lg.Status, **values: object) -> lg.LedgerEntry:
+        op, stored = flight.op, flight.stored
         entry = lg.LedgerEntry(
-            contract=contract,
+            contract=flight.contract,
             migration_id=stored.migration_id,
             table=str(op.table),
             phase=op.phase.value,
-            op_index=index,
+            op_index=flight.index,
             op_kind=op.kind,
             op_checksum=lg.op_checksum(op),
             status=status.value,
             run_id=self.run_id,
-            sql=_sql(op),
+            sql=op_sql(op),
             checksum=lg.migration_checksum(stored.sql_path, stored.json_path),
             engine=self.engine.name,
             to_version=stored.migration.to_version,
@@ -397,56 +274,35 @@ class Runner:
         return replace(entry, **values)  # type: ignore[arg-type]
 
     def _record(self, *entries: lg.LedgerEntry) -> None:
-        self.ledger.append(entries)
-        self.entries.extend(entries)
+        self.table_ledger.append(*entries)
 
     def _version(self, op: Op) -> int | None:
         return self.engine.table_version(op.table)
 
-    def _run_op(
-        self,
-        contract: str,
-        stored: StoredMigration,
-        index: int,
-        op: Op,
-        lease: Lease | None,
-        forced: str | None,
-    ) -> OpReport:
+    def _run_op(self, flight: OpInFlight, lease: Lease | None, forced: str | None) -> OpReport:
         """Start (a ledger row, nothing run yet), attempt (skip, pre-check, run), then record how it ended."""
+        op = flight.op
         if self.options.dry_run:
             holds = self.engine.postcondition_holds(op)
-            return self._report(
-                contract, stored, index, op, OpStatus.WOULD_SKIP if holds else OpStatus.PLANNED
-            )
+            return self._report(flight, OpStatus.WOULD_SKIP if holds else OpStatus.PLANNED)
         assert lease is not None
         lease.renew_if_due()
         started, before = lg.now(), self._version(op)
         self._record(
             self._entry(
-                contract,
-                stored,
-                index,
-                op,
-                lg.Status.STARTED,
-                started_at=started,
-                version_before=before,
-                reason=forced or "",
+                flight, lg.Status.STARTED, started_at=started, version_before=before, reason=forced or ""
             )
         )
-        self._emit(TableRun(contract), self._report(contract, stored, index, op, OpStatus.RUNNING))
-        name = f"{stored.migration_id} op {index}"
-        self._boundary(f"{name} started")
+        self._emit(TableRun(flight.contract), self._report(flight, OpStatus.RUNNING))
+        self._boundary(f"{flight.name} started")
         retried_before = self.engine.retried
         try:
-            attempt = self._attempt(contract, stored, index, op, lease, forced, before)
+            attempt = self._attempt(flight, lease, forced, before)
         except (EngineError, PreconditionFailed) as err:
             message = str(err) or type(err).__name__
             self._record(
                 self._entry(
-                    contract,
-                    stored,
-                    index,
-                    op,
+                    flight,
                     lg.Status.FAILED,
                     started_at=started,
                     ended_at=lg.now(),
@@ -456,20 +312,17 @@ class Runner:
                 )
             )
             retries = self.engine.retried - retried_before
-            return self._report(contract, stored, index, op, OpStatus.FAILED, detail=message, retries=retries)
+            return self._report(flight, OpStatus.FAILED, detail=message, retries=retries)
         retries = self.engine.retried - retried_before
         if retries:
             attempt = replace(
                 attempt,
                 detail=_joined(attempt.detail, f"{retries} commit(s) retried after another writer's won"),
             )
-        self._boundary(f"{name} ran")
+        self._boundary(f"{flight.name} ran")
         self._record(
             self._entry(
-                contract,
-                stored,
-                index,
-                op,
+                flight,
                 attempt.status,
                 table=attempt.table,
                 renamed_from=str(op.table) if attempt.table != str(op.table) else "",
@@ -482,12 +335,9 @@ class Runner:
                 reason=forced or "",
             )
         )
-        self._boundary(f"{name} recorded")
+        self._boundary(f"{flight.name} recorded")
         return self._report(
-            contract,
-            stored,
-            index,
-            op,
+            flight,
             OpStatus(attempt.status.value),
             path=attempt.path,
             version=attempt.version,
@@ -497,70 +347,38 @@ class Runner:
             retries=retries,
         )
 
-    def _attempt(
-        self,
-        contract: str,
-        stored: StoredMigration,
-        index: int,
-        op: Op,
-        lease: Lease,
-        forced: str | None,
-        before: int | None,
-    ) -> Attempt:
+    def _attempt(self, flight: OpInFlight, lease: Lease, forced: str | None, before: int | None) -> Attempt:
         """Skip the op when its postcondition holds, else check its precondition and run it (the lease keeps
         other runners off the table meanwhile)."""
+        op = flight.op
         if self.engine.skip_or_check(op):
             return Attempt(lg.Status.SKIPPED, str(op.table), "skipped", None, SKIPPED_DETAIL)
-        changed = self._changed_by_lossy_conversions(op)
-        tag = _tag(contract, stored, index, op, forced)
-        table, path, version, detail = self._execute(contract, stored, index, op, tag, lease, before)
+        mover = self.engine.row_mover(op)
+        changed = mover.before_run(self.engine, op) if mover is not None else ""
+        table, path, version, detail = self._execute(flight, flight.tag(forced), lease, before)
         if changed:
             detail = _joined(changed, detail)
         return Attempt(lg.Status.FORCED if forced else lg.Status.SUCCEEDED, table, path, version, detail)
 
-    def _changed_by_lossy_conversions(self, op: Op) -> str:
-        """How many rows of the source each conversion declared `lossy` changes, counted before the copy (its
-        source still holds them): what `apply` prints and the ledger keeps of the op."""
-        if not isinstance(op, CopyRows):
-            return ""
-        return "; ".join(
-            f"{column}: {self.engine.count_where(op.source, where)} row(s) changed by its lossy conversion"
-            for column, where in op.lossy
-        )
-
     def _execute(
-        self,
-        contract: str,
-        stored: StoredMigration,
-        index: int,
-        op: Op,
-        tag: str,
-        lease: Lease,
-        before: int | None,
+        self, flight: OpInFlight, tag: str, lease: Lease, before: int | None
     ) -> tuple[str, str, int | None, str]:
-        """Run the op (in batches where it can be split): the table it left, path, version, detail.
-        `before`: the table's version read when the op started (the lease keeps other runners off it)."""
-        from delta_contracts.apply.batches import batchable, plan_batches, run_batches
-
-        if batchable(op):
-            key = (contract, stored.migration_id, index)
-            marks = lg.batch_marks(self.entries, key, lg.op_checksum(op))
-            batches = plan_batches(self.engine, op, self.options.batch_rows, marks)
+        """Run the op (in batches where its engine moves its rows so): the table it left, path, version,
+        detail. `before`: the table's version read when the op started (the lease keeps other runners off)."""
+        op = flight.op
+        mover = self.engine.row_mover(op)
+        if mover is not None:
+            marks = self.table_ledger.batch_marks(flight.key, lg.op_checksum(op))
+            batches = mover.plan(self.engine, op, self.options.batch_rows, marks)
             if batches is not None:
                 count = 0
 
-                def finished(done: object) -> None:
+                def finished(done: BatchDone) -> None:
                     nonlocal count
-                    from delta_contracts.apply.batches import BatchDone
-
-                    assert isinstance(done, BatchDone)
                     count += 1
                     self._record(
                         self._entry(
-                            contract,
-                            stored,
-                            index,
-                            op,
+                            flight,
                             lg.Status.BATCH,
                             version=done.version,
                             watermark=json.dumps(done.mark),
@@ -569,10 +387,10 @@ class Runner:
                         )
                     )
                     # Numbered from the op's first batch, resumed or not, so a boundary names one batch.
-                    self._boundary(f"{stored.migration_id} op {index} batch {len(marks) + count}")
+                    self._boundary(f"{flight.name} batch {len(marks) + count}")
                     lease.renew_if_due()  # a long backfill outlives the lease's TTL otherwise
 
-                run_batches(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
+                mover.run(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
                 resumed = f", resumed after {len(marks)} recorded" if marks else ""
                 return str(op.table), "sql", self._version(op), f"{count} batch(es){resumed}"
         outcome = self.engine.run_verified(op, tag=tag, before=before)

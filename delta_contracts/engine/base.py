@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum, auto
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 from delta_contracts.engine.state_table import PathStateTable, StateTable
@@ -18,6 +18,7 @@ from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
     Condition,
+    HistoryCondition,
     IdentityCoversRows,
     NoRowsWhere,
     ViewDefined,
@@ -25,6 +26,9 @@ from delta_contracts.plan.conditions import (
     holds,
 )
 from delta_contracts.plan.ops import Op
+
+if TYPE_CHECKING:
+    from delta_contracts.engine.row_moves import RowMover
 
 # The Spark setting whose value Delta writes into a commit's userMetadata: how a commit is tied to its op.
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -151,9 +155,14 @@ class Engine(ABC):
         """The query text of one view, or None when no view has that name."""
         return self.views().get(view)
 
-    def run_statement(self, statement: str, *, tag: str | None = None) -> None:
-        """Run one data statement of an op (a batch of a backfill or copy), its commit tagged with `tag`."""
+    def run_statement(self, statement: str, *, tag: str | None = None, table: TableId | None = None) -> None:
+        """Run one data statement of an op (a batch of a backfill or copy) writing `table`, its commit tagged
+        with `tag`."""
         self.sql(statement)
+
+    def row_mover(self, op: Op) -> RowMover[Any] | None:
+        """How the op moves rows in batches on this engine (its op table says), or None: it runs whole."""
+        return None
 
     def unsupported_reason(self, op: Op) -> str | None:
         """Why this engine cannot run `op`, or None; checked for a whole migration before any op runs."""
@@ -204,6 +213,10 @@ class Engine(ABC):
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, IdentityCoversRows):
             return self._identity_covers_rows(condition, reads)
+        if isinstance(condition, HistoryCondition):
+            if self._described(condition.table, reads) is None:
+                return condition.when_absent
+            return condition.holds_in(self.history(condition.table))
         if isinstance(condition, AllOf):
             return all(self._holds(c, reads) for c in condition.conditions)
         if isinstance(condition, AnyOf):

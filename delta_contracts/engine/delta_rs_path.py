@@ -1,57 +1,11 @@
-"""The local engine's metadata changes through delta-rs (`DeltaTable.alter`), one per op class.
-
-Used only where the local engine's capability table (`capabilities.LOCAL`) says delta-rs can commit to the
-table (its writer features allow it).
+"""What the local engine's delta-rs commits share: our canonical types as delta-rs's schema types. Each op's
+change itself is its entry's in `local_ops`, used only where its route says delta-rs can commit to the table
+(its writer features allow it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import singledispatch
 from typing import Any
-
-from delta_contracts.engine.base import EngineError
-from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
-from delta_contracts.plan.ops import AddColumn, DropCheck, DropNotNull, Op, SetColumnComment, SetTableComment
-
-
-@singledispatch
-def delta_rs_change(op: Op, alter: Any, properties: Any, configuration: Mapping[str, str]) -> None:
-    """Commit `op` with delta-rs; `configuration` is the table's, as its log states it now."""
-    raise EngineError(f"{op.summary()}: delta-rs has no way to do this")
-
-
-@delta_rs_change.register
-def _(op: AddColumn, alter: Any, properties: Any, configuration: Mapping[str, str]) -> None:
-    from deltalake.schema import Field
-
-    spec = op.column
-    metadata = {"comment": spec.comment} if spec.comment is not None else {}
-    field = Field(spec.name, delta_type(spec.type), nullable=True, metadata=metadata)
-    alter.add_columns([field], commit_properties=properties)
-
-
-@delta_rs_change.register
-def _(op: SetColumnComment, alter: Any, properties: Any, configuration: Mapping[str, str]) -> None:
-    alter.set_column_metadata(op.column, {"comment": op.comment}, commit_properties=properties)
-
-
-@delta_rs_change.register
-def _(op: SetTableComment, alter: Any, properties: Any, configuration: Mapping[str, str]) -> None:
-    alter.set_table_description(op.comment, commit_properties=properties)
-
-
-@delta_rs_change.register
-def _(op: DropCheck, alter: Any, properties: Any, configuration: Mapping[str, str]) -> None:
-    # delta-rs matches constraint names exactly; the contract's name may differ in case.
-    names = [k.removeprefix(CONSTRAINT_PREFIX) for k in configuration if k.startswith(CONSTRAINT_PREFIX)]
-    name = next((n for n in names if n.casefold() == op.name.casefold()), op.name)
-    alter.drop_constraint(name, raise_if_not_exists=False, commit_properties=properties)
-
-
-@delta_rs_change.register
-def _(op: DropNotNull, alter: Any, properties: Any, configuration: Mapping[str, str]) -> None:
-    alter.drop_column_not_null(op.column, commit_properties=properties)
 
 
 def delta_type(type_text: str) -> Any:

@@ -12,15 +12,14 @@ on the same machine (it must see the warehouse's paths) can take its place: `DEL
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
 
 from delta_contracts.engine.base import USER_METADATA_CONF
-from delta_contracts.plan.ops import Op, SetProperties, SetTableComment
-from delta_contracts.plan.render import build, session_settings
+from delta_contracts.plan.ops import Op
+from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -31,27 +30,11 @@ def path_table(location: Path) -> exp.Table:
     return exp.Table(this=exp.to_identifier(str(location), quoted=True), db=exp.to_identifier("delta"))
 
 
-def statement_at(op: Op, location: Path) -> exp.Expr:
-    """The op's statement, addressed to the table's location instead of its catalog name."""
-    if isinstance(op, SetTableComment):
-        # COMMENT ON TABLE needs a catalog table; Delta keeps the 'comment' property as the table description.
-        comment = exp.Property(this=exp.Literal.string("comment"), value=exp.Literal.string(op.comment))
-        pairs = exp.Properties(expressions=[comment])
-        return exp.Alter(this=path_table(location), kind="TABLE", actions=[exp.AlterSet(expressions=[pairs])])
-    if isinstance(op, SetProperties):
-        op = replace(op, properties=tuple(_table_features_protocol(dict(op.properties)).items()))
-    statement = build(op)
-    if not isinstance(statement, exp.Alter):
-        raise TypeError(f"{op.kind} is not a metadata statement delta-spark runs on a path")
-    statement.set("this", path_table(location))
-    return statement
-
-
 TABLE_FEATURES_WRITER = 7
 _WRITER_VERSION = "delta.minWriterVersion"
 
 
-def _table_features_protocol(properties: dict[str, str]) -> dict[str, str]:
+def table_features_protocol(properties: dict[str, str]) -> dict[str, str]:
     """A requested legacy writer version raised to table features (7).
 
     Legacy writer versions imply every feature of their version: writer 5 (column mapping) also means Change
@@ -136,7 +119,8 @@ class DeltaSparkPath:
                 f"{where} has no Delta Lake extension ({DELTA_EXTENSION}); start it with delta-spark"
             )
 
-    def run(self, op: Op, location: Path, tag: str | None) -> None:
+    def run(self, op: Op, statement: exp.Expr, tag: str | None) -> None:
+        """Run `statement`, the op's addressed to its table's location (`local_ops`, `at_location`)."""
         session = self.session()
         settings = session_settings(op)
         if tag:
@@ -144,7 +128,7 @@ class DeltaSparkPath:
         for key, value, _ in settings:
             session.conf.set(key, value)
         try:
-            session.sql(x.sql(statement_at(op, location))).collect()
+            session.sql(x.sql(statement)).collect()
         finally:
             if tag:
                 session.conf.unset(USER_METADATA_CONF)

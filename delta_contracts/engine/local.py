@@ -3,13 +3,13 @@ and delta-spark — started lazily, only when such an op comes — for the ops n
 (DESIGN.md, "Engines"). The table's Delta history always continues; no op restarts it.
 
 Ops that reach delta-spark (a local JVM session, ~6-10 s to start; Java 17 and the cached jars needed):
-DROP COLUMNS; enabling column mapping on a table; ALTER COLUMN TYPE / SET DEFAULT / DROP DEFAULT on a table
-this engine did not create in this process (Sail commits those and then fails); ADD COLUMN on a column-mapped
-table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables whose features delta-rs cannot write
-(column defaults, type widening). Which path an op takes is decided from the Delta log before it runs, by
-the engine's capability table (`capabilities.LOCAL`). Where delta-spark cannot start, such ops are refused
-before anything runs — unless the engine was opened with `allow_rewrite=True`, which rebuilds the table and
-keeps the old one as a backup (`rewrite`).
+DROP COLUMNS, and REORG … APPLY (PURGE) after it; enabling column mapping on a table; ALTER COLUMN TYPE /
+SET DEFAULT / DROP DEFAULT on a table this engine did not create in this process (Sail commits those and
+then fails); ADD COLUMN on a column-mapped table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables
+whose features delta-rs cannot write (column defaults, type widening). Which path an op takes is decided
+from the Delta log before it runs, by the engine's op table (`local_ops.LOCAL_OPS`). Where delta-spark cannot
+start, such ops are refused before anything runs — unless the engine was opened with `allow_rewrite=True`,
+which rebuilds the table and keeps the old one as a backup (`rewrite`).
 
 Sail's catalog lives in memory, so it is rebuilt at start: every Delta table under
 `<warehouse>/<schema>/<table>` is registered by location and views are re-created from
@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from functools import singledispatchmethod
 from pathlib import Path
 from typing import Any
 
@@ -36,25 +34,16 @@ from sqlglot.errors import SqlglotError
 from delta_contracts.contract.errors import first_line
 from delta_contracts.engine import deltalog, rewrite
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
-from delta_contracts.engine.capabilities import LOCAL, How
-from delta_contracts.engine.delta_rs_path import delta_rs_change
+from delta_contracts.engine.capabilities import How
 from delta_contracts.engine.delta_spark_path import DELTA_SPARK_URL_ENV, DeltaSparkPath
-from delta_contracts.engine.local_routes import TableFacts, project
+from delta_contracts.engine.local_ops import LOCAL, LOCAL_OPS, create_statement
+from delta_contracts.engine.local_routes import TableFacts
 from delta_contracts.engine.rewrite import StepHook
+from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.paths import OutsideRoot, inside
-from delta_contracts.plan.catch_up import CatchUpRows
-from delta_contracts.plan.ops import (
-    AddCheck,
-    CopyRows,
-    CreateTable,
-    CreateView,
-    DropColumns,
-    DropTable,
-    Op,
-    RenameTable,
-)
-from delta_contracts.plan.render import build, render
+from delta_contracts.plan.ops import AddCheck, CreateTable, Op
+from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
 
 STATE_DIR = "_delta_contracts"
@@ -195,23 +184,23 @@ class LocalEngine(Engine):
         """(Re-)register a table by location; Sail caches metadata at registration (DESIGN.md)."""
         schema, name = self.local_id(table)
         self._declared.discard((schema, name))
-        self._exec(exp.Create(this=x.ident(schema), kind="SCHEMA", exists=True))
-        self._exec(exp.Drop(tables=[x.table((schema, name))], kind="TABLE", exists=True))
+        self.execute(exp.Create(this=x.ident(schema), kind="SCHEMA", exists=True))
+        self.execute(exp.Drop(tables=[x.table((schema, name))], kind="TABLE", exists=True))
         props = exp.Properties(
             expressions=[
                 exp.FileFormatProperty(this=exp.Var(this="DELTA")),
                 exp.LocationProperty(this=exp.Literal.string(str(self.location(table)))),
             ]
         )
-        self._exec(exp.Create(this=x.table((schema, name)), kind="TABLE", properties=props))
+        self.execute(exp.Create(this=x.table((schema, name)), kind="TABLE", properties=props))
 
     def _create_view_sql(self, view: TableId, query: str) -> None:
         schema, _ = self.local_id(view)
-        self._exec(exp.Create(this=x.ident(schema), kind="SCHEMA", exists=True))
+        self.execute(exp.Create(this=x.ident(schema), kind="SCHEMA", exists=True))
         statement = exp.Create(
             this=x.table(self.local_id(view)), kind="VIEW", replace=True, expression=x.parse(query)
         )
-        self._exec(statement)
+        self.execute(statement)
 
     # -- Engine interface ------------------------------------------------------------------------------------
     def close(self) -> None:
@@ -224,7 +213,7 @@ class LocalEngine(Engine):
     def sql(self, statement: str) -> list[dict[str, Any]]:
         return [row.asDict(recursive=True) for row in self.spark.sql(_sail_arithmetic(statement)).collect()]
 
-    def _exec(self, statement: exp.Expr) -> list[dict[str, Any]]:
+    def execute(self, statement: exp.Expr) -> list[dict[str, Any]]:
         return self.sql(x.sql(statement))
 
     def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
@@ -247,6 +236,20 @@ class LocalEngine(Engine):
     def _version(self, table: TableId) -> int:
         return deltalog.version(str(self.location(table)))
 
+    def row_mover(self, op: Op) -> RowMover[Any] | None:
+        entry = LOCAL_OPS.entry(op)
+        return None if entry is None else entry.rows
+
+    def declare(self, table: TableId) -> None:
+        """The table's Sail catalog entry carries its schema (this engine created it in this process)."""
+        self._declared.add(table)
+
+    def store_view(self, view: TableId, query: str) -> None:
+        """Create the view on Sail and keep its query in views.json, for the next process's catalog."""
+        self._create_view_sql(view, query)
+        self._views[json.dumps(list(view))] = query
+        self._save_views()
+
     def facts(self, table: TableId) -> TableFacts:
         local = self.local_id(table)
         return TableFacts.of(self.describe(local), sail_knows_schema=local in self._declared)
@@ -258,14 +261,15 @@ class LocalEngine(Engine):
         local = replace(op, table=self.local_id(op.table))
         path = LOCAL.route(local, self.facts(local.table))
         try:
+            entry = LOCAL_OPS[local]
             if path.how is How.DELTA_SPARK:
                 return self._by_delta_spark(local, tag, path.why)
-            if path.how is How.DELTA_RS:
+            if path.how is How.DELTA_RS and entry.delta_rs is not None:
                 return self._by_delta_rs(local, tag)
-            if path.how is How.CATALOG:
-                return self._by_catalog(local)
+            if path.how is How.CATALOG and entry.catalog is not None:
+                return entry.catalog(self, local)
             if path.how is How.SQL:
-                return self._by_sail(local, tag)
+                return entry.sail(self, local, tag)
             raise EngineError(f"{op.summary()} on {op.table}: the local engine cannot: {path.why}")
         except EngineError:
             raise
@@ -286,10 +290,14 @@ class LocalEngine(Engine):
             why = self._reason(op, current)
             if why is not None:
                 reasons.append(f"{op.summary()}: {why}")
-            how = LOCAL.route(op, current).how
-            facts[table] = project(op, current, rewrites_registration=how in (How.DELTA_RS, How.DELTA_SPARK))
-            if isinstance(op, RenameTable):
-                facts[self.local_id(op.new_name)] = replace(current, sail_knows_schema=False)
+            entry = LOCAL_OPS.entry(op)
+            if entry is None:
+                continue
+            for name, after in entry.project(op, current).items():
+                facts[self.local_id(name)] = after
+            if LOCAL.route(op, current).how in (How.DELTA_RS, How.DELTA_SPARK):
+                # run outside Sail, which then knows the table again by location only
+                facts[table] = replace(facts[table], sail_knows_schema=False)
         if reasons:
             raise EngineError(f"the {self.name} engine cannot run this migration:\n  " + "\n  ".join(reasons))
 
@@ -314,21 +322,19 @@ class LocalEngine(Engine):
             "backup)"
         )
 
-    def _outcome(self, op: Op, path: str, detail: str = "") -> OpOutcome:
+    def outcome(self, op: Op, path: str, detail: str = "") -> OpOutcome:
         return OpOutcome(op.kind, str(op.table), self._version(op.table), path, detail)
 
     # -- delta-spark -----------------------------------------------------------------------------------------
     def _by_delta_spark(self, op: Op, tag: str | None, why: str) -> OpOutcome:
         if self._delta_spark.unavailable_reason() is not None:  # only reached with allow_rewrite
             return self._rewrite(op, f"delta-spark cannot start here ({why})")
-        if isinstance(op, DropColumns) and not self.facts(op.table).mapped:
-            raise EngineError(
-                f"{op.summary()} on {op.table}: Delta drops columns only on a column-mapped table; "
-                "enable column mapping first (the plan does so in its expand phase: apply that first)"
-            )
-        self._delta_spark.run(op, self.location(op.table), tag)
+        entry = LOCAL_OPS[op]
+        if entry.before_delta_spark is not None:
+            entry.before_delta_spark(self, op)
+        self._delta_spark.run(op, entry.at_location(op, self.location(op.table)), tag)
         self.register(op.table)  # Sail caches the metadata it read at registration
-        return self._outcome(op, "delta-spark", f"run by delta-spark on the table in place: {why}")
+        return self.outcome(op, "delta-spark", f"run by delta-spark on the table in place: {why}")
 
     # -- delta-rs --------------------------------------------------------------------------------------------
     def _by_delta_rs(self, op: Op, tag: str | None) -> OpOutcome:
@@ -336,75 +342,12 @@ class LocalEngine(Engine):
 
         properties = CommitProperties(custom_metadata={"userMetadata": tag}) if tag else None
         table = DeltaTable(str(self.location(op.table)))
-        delta_rs_change(op, table.alter, properties, dict(table.metadata().configuration or {}))
+        change = LOCAL_OPS[op].delta_rs
+        if change is None:
+            raise EngineError(f"{op.summary()}: delta-rs has no way to do this")
+        change(op, table.alter, properties, dict(table.metadata().configuration or {}))
         self.register(op.table)
-        return self._outcome(op, "delta-rs")
-
-    # -- Sail ------------------------------------------------------------------------------------------------
-    @singledispatchmethod
-    def _by_sail(self, op: Op, tag: str | None) -> OpOutcome:
-        self.sql(render(op))
-        return self._outcome(op, "sql")
-
-    @_by_sail.register
-    def _(self, op: CreateTable, tag: str | None) -> OpOutcome:
-        location = self.location(op.table)
-        if location.exists() and any(location.iterdir()):
-            raise EngineError(f"{location} already holds files: refusing to create {op.table} over them")
-        self._exec(exp.Create(this=x.ident(op.table[0]), kind="SCHEMA", exists=True))
-        self._exec(_create_statement(op, location))
-        self._declared.add(op.table)
-        return self._outcome(op, "sql")
-
-    @_by_sail.register
-    def _(self, op: CopyRows, tag: str | None) -> OpOutcome:
-        self.sql(render(replace(op, source=self.local_id(op.source))))
-        return self._outcome(op, "sql")
-
-    @_by_sail.register
-    def _(self, op: CatchUpRows, tag: str | None) -> OpOutcome:
-        self.sql(render(replace(op, source=self.local_id(op.source))))
-        merged_on = op.key or op.partition_by  # a key, or the partitions strategy's partition columns
-        return self._outcome(op, "sql", f"merged on {', '.join(merged_on)}")
-
-    @_by_sail.register
-    def _(self, op: CreateView, tag: str | None) -> OpOutcome:
-        # Sail has no ALTER VIEW … AS: the alias is swapped with CREATE OR REPLACE VIEW.
-        from delta_contracts.plan.render import view_query_sql
-
-        local = replace(op, source=self.local_id(op.source), alter_existing=False)
-        query = view_query_sql(local)
-        self._create_view_sql(op.table, query)
-        self._views[json.dumps(list(op.table))] = query
-        self._save_views()
-        return OpOutcome(op.kind, str(op.table), None, "sql", "view stored in views.json")
-
-    # -- directories -----------------------------------------------------------------------------------------
-    @singledispatchmethod
-    def _by_catalog(self, op: Op) -> OpOutcome:
-        raise EngineError(f"{op.summary()}: not a catalog op")
-
-    @_by_catalog.register
-    def _(self, op: RenameTable) -> OpOutcome:
-        target = self.local_id(op.new_name)
-        source, destination = self.location(op.table), self.location(target)
-        if destination.exists():
-            raise EngineError(f"cannot rename {op.table}: {destination} already exists")
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        self._exec(exp.Drop(tables=[x.table(op.table)], kind="TABLE", exists=True))
-        os.rename(source, destination)  # one directory move: atomic on one filesystem
-        self.register(target)
-        return OpOutcome(
-            op.kind, str(target), self._version(target), "catalog", f"moved {source} -> {destination}"
-        )
-
-    @_by_catalog.register
-    def _(self, op: DropTable) -> OpOutcome:
-        self._exec(exp.Drop(tables=[x.table(op.table)], kind="TABLE", exists=True))
-        location = self.location(op.table)
-        if location.exists():
-            shutil.rmtree(location)
-        return OpOutcome(op.kind, str(op.table), None, "sql", f"deleted {location}")
+        return self.outcome(op, "delta-rs")
 
     # -- rewrite (allow_rewrite only) ------------------------------------------------------------------------
     def _rewrite(self, op: Op, why: str) -> OpOutcome:
@@ -413,16 +356,19 @@ class LocalEngine(Engine):
         live = self.describe(table)
         if live is None or live.version is None:
             raise EngineError(f"{op.summary()}: table {table} does not exist")
-        shape = rewrite.reshape(op, rewrite.TableShape.of(live))
+        reshape = LOCAL_OPS[op].reshape
+        if reshape is None:
+            raise EngineError(f"{op.summary()}: there is no rewrite for this op")
+        shape = reshape(op, rewrite.TableShape.of(live))
         journal, journal_path = rewrite.plan_rewrite(self.state, table, self.location(table), live.version)
         journal_path.parent.mkdir(parents=True, exist_ok=True)
         journal.save(journal_path)
         self._step("journal")
         self._build_copy(op, live, shape, Path(journal.staging), journal_path.stem)
-        self._exec(exp.Drop(tables=[x.table(table)], kind="TABLE", exists=True))
+        self.execute(exp.Drop(tables=[x.table(table)], kind="TABLE", exists=True))
         rewrite.swap(journal, journal_path, self._step)
         self.register(table)
-        return self._outcome(
+        return self.outcome(
             op,
             "rewrite",
             f"rewritten because {why}: the table's history restarts at version 0; the previous table "
@@ -441,8 +387,8 @@ class LocalEngine(Engine):
             comment=shape.comment,
             properties=tuple(sorted(shape.properties.items())),
         )
-        self._exec(exp.Create(this=x.ident(staging_id[0]), kind="SCHEMA", exists=True))
-        self._exec(_create_statement(create, staging))
+        self.execute(exp.Create(this=x.ident(staging_id[0]), kind="SCHEMA", exists=True))
+        self.execute(create_statement(create, staging))
         self._step("staging-created")
         try:
             existing = {c.name.casefold() for c in live.columns}
@@ -456,22 +402,15 @@ class LocalEngine(Engine):
                 ),
                 expression=exp.select(*values).from_(x.table(op.table)),
             )
-            self._exec(insert)
+            self.execute(insert)
             for name, expression in shape.checks.items():
                 self.sql(render(AddCheck(table=staging_id, phase=op.phase, name=name, expression=expression)))
         finally:
-            self._exec(exp.Drop(tables=[x.table(staging_id)], kind="TABLE", exists=True))
+            self.execute(exp.Drop(tables=[x.table(staging_id)], kind="TABLE", exists=True))
 
     def _step(self, name: str) -> None:
         if self._on_step is not None:
             self._on_step(name)
-
-
-def _create_statement(op: CreateTable, location: Path) -> exp.Expr:
-    statement = build(op)
-    properties = statement.args["properties"]
-    properties.append("expressions", exp.LocationProperty(this=exp.Literal.string(str(location))))
-    return statement
 
 
 def _sources(query: str) -> set[TableId]:

@@ -1,18 +1,19 @@
 """What the local engine's routes read: the table's facts as its Delta log states them, and the named
-conditions of its capability table (`capabilities.LOCAL`).
+conditions of its op table (`local_ops.LOCAL_OPS`).
 
 The choice of tool follows the table's protocol and properties as the Delta log states them, never an error
-message. `project` carries the facts across a whole migration, so that it is checked before any op runs.
+message. Each op's entry carries the facts across a whole migration (`LocalOp.project`), so that it is
+checked before any op runs. A condition is attached only to the entries of the op classes it reads.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from delta_contracts.live import LEGACY_WRITER_FEATURES, LiveTable
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
-from delta_contracts.plan.ops import AddCheck, CreateTable, DropTable, Op, RenameTable, SetProperties
+from delta_contracts.plan.ops import AddCheck, CreateTable, Op
 from delta_contracts.sql import expressions as x
 
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
@@ -59,7 +60,7 @@ def features_of(properties: dict[str, str]) -> set[str]:
     return found
 
 
-# -- conditions of the capability table: (op, the table's facts) -> whether the case applies ---------------
+# -- conditions of the op table's capabilities: (op, the table's facts) -> whether the case applies ---------
 def lacks_delta_rs_writer_features(op: Op, facts: TableFacts) -> bool:
     return not facts.writer_features <= DELTA_RS_WRITER_FEATURES
 
@@ -76,78 +77,46 @@ def known_to_sail_by_location_only(op: Op, facts: TableFacts) -> bool:
     return not facts.sail_knows_schema
 
 
+def properties_set(op: Op) -> dict[str, str]:
+    """The table properties an op sets (a new table's, or SET TBLPROPERTIES's); none for other ops."""
+    return dict(getattr(op, "properties", ()))
+
+
 def enables_column_mapping(op: Op, facts: TableFacts) -> bool:
     """The op turns column mapping on for a table that has none yet."""
-    wanted = dict(op.properties).get(COLUMN_MAPPING_MODE, "none") if isinstance(op, SetProperties) else "none"
+    wanted = properties_set(op).get(COLUMN_MAPPING_MODE, "none")
     return wanted != "none" and not facts.mapped
 
 
 def enables_change_data_feed(op: Op, facts: TableFacts) -> bool:
-    properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
-    return properties.get("delta.enableChangeDataFeed", "false").lower() == "true"
+    return properties_set(op).get("delta.enableChangeDataFeed", "false").lower() == "true"
 
 
-def creates_clustered_table(op: Op, facts: TableFacts) -> bool:
-    return isinstance(op, CreateTable) and bool(op.clustered_by)
+def creates_clustered_table(op: CreateTable, facts: TableFacts) -> bool:
+    return bool(op.clustered_by)
 
 
 def has_row_tracking(op: Op, facts: TableFacts) -> bool:
     """The table tracks rows, or the op turns row tracking on."""
-    properties = dict(op.properties) if isinstance(op, SetProperties | CreateTable) else {}
-    return "rowTracking" in facts.writer_features or "rowTracking" in features_of(properties)
+    return "rowTracking" in facts.writer_features or "rowTracking" in features_of(properties_set(op))
 
 
-def merges_into_identity_columns(op: Op, facts: TableFacts) -> bool:
-    return isinstance(op, CatchUpRows) and "identityColumns" in facts.writer_features
+def merges_into_identity_columns(op: CatchUpRows, facts: TableFacts) -> bool:
+    return "identityColumns" in facts.writer_features
 
 
-def reads_change_data_feed(op: Op, facts: TableFacts) -> bool:
-    return isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED
+def reads_change_data_feed(op: CatchUpRows, facts: TableFacts) -> bool:
+    return op.strategy is CatchUpStrategy.CHANGE_FEED
 
 
-def _names_needing_quotes(op: Op) -> list[str]:
-    if not isinstance(op, AddCheck):
-        return []
+def _names_needing_quotes(op: AddCheck) -> list[str]:
     return sorted(c for c in x.referenced_columns(op.expression) if not _PLAIN_NAME.match(c))
 
 
-def check_reads_names_needing_quotes(op: Op, facts: TableFacts) -> bool:
+def check_reads_names_needing_quotes(op: AddCheck, facts: TableFacts) -> bool:
     """A CHECK over a column whose name only parses quoted (Sail would store the expression unquoted)."""
     return bool(_names_needing_quotes(op))
 
 
-def names_needing_quotes(op: Op, facts: TableFacts) -> str:
+def names_needing_quotes(op: AddCheck, facts: TableFacts) -> str:
     return str(_names_needing_quotes(op))
-
-
-def project(op: Op, facts: TableFacts, *, rewrites_registration: bool) -> TableFacts:
-    """The facts of `op.table` once `op` has run (to check a whole migration before any op runs).
-    `rewrites_registration`: the op runs outside Sail (delta-rs, delta-spark), which registers the table
-    again, by location only."""
-    if isinstance(op, CreateTable):
-        properties = dict(op.properties)
-        features = features_of(properties)
-        if any(c.default is not None for c in op.columns):
-            features.add("allowColumnDefaults")
-        if any(c.identity is not None for c in op.columns):
-            features.add("identityColumns")
-        if any(c.generated is not None for c in op.columns):
-            features.add("generatedColumns")
-        return TableFacts(
-            exists=True,
-            writer_features=frozenset(features),
-            mapped="columnMapping" in features,
-            sail_knows_schema=True,
-        )
-    if isinstance(op, DropTable | RenameTable):
-        return TableFacts()
-    if isinstance(op, SetProperties):
-        features = features_of(dict(op.properties))
-        facts = replace(
-            facts,
-            writer_features=facts.writer_features | features,
-            mapped=facts.mapped or "columnMapping" in features,
-        )
-    if rewrites_registration:
-        facts = replace(facts, sail_knows_schema=False)
-    return facts

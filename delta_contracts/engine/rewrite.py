@@ -17,28 +17,11 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
-from functools import singledispatch
 from pathlib import Path
 
 from delta_contracts.contract.delta_properties import BOOKKEEPING_PROPERTIES
-from delta_contracts.engine.base import EngineError
 from delta_contracts.live import LiveTable
-from delta_contracts.plan.ops import (
-    AddColumn,
-    ColumnSpec,
-    DropCheck,
-    DropColumnDefault,
-    DropColumns,
-    DropNotNull,
-    Op,
-    SetColumnComment,
-    SetColumnDefault,
-    SetProperties,
-    SetTableComment,
-    SyncIdentity,
-    WidenType,
-)
-from delta_contracts.sql import expressions as x
+from delta_contracts.plan.ops import ColumnSpec
 from delta_contracts.tableid import TableId
 
 INTERNAL_PROPERTIES = BOOKKEEPING_PROPERTIES | {"delta.minReaderVersion", "delta.minWriterVersion"}
@@ -74,77 +57,6 @@ class TableShape:
         folded = name.casefold()
         columns = tuple(replace(c, **changes) if c.name.casefold() == folded else c for c in self.columns)  # type: ignore[arg-type]
         return replace(self, columns=columns)
-
-
-@singledispatch
-def reshape(op: Op, shape: TableShape) -> TableShape:
-    """The table's shape once `op` is done; only metadata ops have one."""
-    raise EngineError(f"{op.summary()}: there is no rewrite for this op")
-
-
-@reshape.register
-def _(op: AddColumn, shape: TableShape) -> TableShape:
-    return replace(shape, columns=(*shape.columns, replace(op.column, nullable=True, default=None)))
-
-
-@reshape.register
-def _(op: SyncIdentity, shape: TableShape) -> TableShape:
-    # The rebuild re-inserts every row through Sail, which moves the high-water mark past given values.
-    return shape
-
-
-@reshape.register
-def _(op: SetColumnDefault, shape: TableShape) -> TableShape:
-    return shape.with_column(op.column, default=op.default)
-
-
-@reshape.register
-def _(op: DropColumnDefault, shape: TableShape) -> TableShape:
-    return shape.with_column(op.column, default=None)
-
-
-@reshape.register
-def _(op: SetColumnComment, shape: TableShape) -> TableShape:
-    return shape.with_column(op.column, comment=op.comment)
-
-
-@reshape.register
-def _(op: SetTableComment, shape: TableShape) -> TableShape:
-    return replace(shape, comment=op.comment)
-
-
-@reshape.register
-def _(op: WidenType, shape: TableShape) -> TableShape:
-    return shape.with_column(op.column, type=op.to_type)
-
-
-@reshape.register
-def _(op: DropNotNull, shape: TableShape) -> TableShape:
-    return shape.with_column(op.column, nullable=True)
-
-
-@reshape.register
-def _(op: DropCheck, shape: TableShape) -> TableShape:
-    kept = {k: v for k, v in shape.checks.items() if k.casefold() != op.name.casefold()}
-    return replace(shape, checks=kept)
-
-
-@reshape.register
-def _(op: SetProperties, shape: TableShape) -> TableShape:
-    wanted = {k: v for k, v in op.properties if k not in INTERNAL_PROPERTIES}
-    return replace(shape, properties={**shape.properties, **wanted})
-
-
-@reshape.register
-def _(op: DropColumns, shape: TableShape) -> TableShape:
-    dropped = {c.casefold() for c in op.columns}
-    if dropped & {c.casefold() for c in shape.partition_columns}:
-        raise EngineError(f"{op.summary()}: partition columns cannot be dropped")
-    return replace(
-        shape,
-        columns=tuple(c for c in shape.columns if c.name.casefold() not in dropped),
-        checks={n: e for n, e in shape.checks.items() if not (x.referenced_columns(e) & dropped)},
-    )
 
 
 @dataclass(frozen=True)

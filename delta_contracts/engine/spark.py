@@ -12,29 +12,23 @@ from __future__ import annotations
 import itertools
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
-from delta_contracts.engine.capabilities import SPARK_DATABRICKS, SPARK_OSS_DELTA
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.hold import ProducerHold
 from delta_contracts.engine.retry import Backoff, one_line, retrying
+from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
+from delta_contracts.engine.spark_ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
 from delta_contracts.engine.state_table import CatalogStateTable, StateTable
 from delta_contracts.live import Commit, LiveColumn, LiveTable, TableId, commits_from_history
-from delta_contracts.plan.catch_up import (
-    CatchUpRows,
-    CatchUpStrategy,
-    change_feed_start,
-    fence_statement,
-    merge_statement,
-)
-from delta_contracts.plan.ops import CreateTable, CreateView, DropTable, Op, RenameTable
-from delta_contracts.plan.render import render, session_settings
+from delta_contracts.plan.ops import Op
+from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
 
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
@@ -226,19 +220,6 @@ def spark_statement_errors() -> tuple[type[BaseException], ...]:
     return (PySparkException, Py4JJavaError)
 
 
-def holds_producers(op: Op) -> bool:
-    """Whether producers are held off the op's table once it lost a commit race: every op run again after
-    one, but the versioned cutover's fence, which then commits as a blind append instead."""
-    fence = isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING
-    return retried_on_conflict(op) and not fence
-
-
-def retried_on_conflict(op: Op) -> bool:
-    """Whether an op that lost a commit race is run again at once (`engine.retry`): not a destructive one,
-    whose pre-check must count again first, nor a catalog change (a rename, a view, a new table)."""
-    return not (op.destructive or isinstance(op, RenameTable | CreateView | CreateTable))
-
-
 def spark_errors() -> tuple[type[BaseException], ...]:
     """The exceptions a Spark session (classic or Connect) raises for a statement it refuses, for callers
     outside the engine layer that run DataFrame reads on a session they were handed."""
@@ -313,17 +294,13 @@ class SparkEngine(Engine):
             return super().ledger_table()
         return CatalogStateTable(self.spark, self.ledger)
 
-    def run_statement(self, statement: str, *, tag: str | None = None) -> None:
+    def run_statement(self, statement: str, *, tag: str | None = None, table: TableId | None = None) -> None:
         """One batch of a backfill or copy: retried after a commit conflict (a batch that lost commits
-        nothing, and means the same on the newer table)."""
+        nothing, and means the same on the newer table), holding producers off `table` as an op does."""
         try:
             with self._statement_settings(tag):
-                retrying(
-                    lambda: self.sql(statement),
-                    what="a batch",
-                    retry=True,
-                    on_retry=self.count_retry,
-                    backoff=self._backoff(),
+                self._retry_holding_producers(
+                    lambda attempt: self.sql(statement), what="a batch", table=table, holds=True, retry=True
                 )
         except spark_statement_errors() as err:
             raise EngineError(one_line(err)) from err
@@ -379,40 +356,52 @@ class SparkEngine(Engine):
         if reason is not None:
             raise EngineError(f"{op.summary()} on {op.table}: the {self.name} engine cannot: {reason}")
         where = f"{op.summary()} on {op.table}"
+        entry = SPARK_OPS[op]
         try:
             with self._statement_settings(tag, {k: v for k, v, _ in session_settings(op)}):
-                if isinstance(op, CreateTable | CreateView) and len(op.table) > 1:
+                if entry.creates_schema and len(op.table) > 1:
                     self.sql(x.sql(exp_create_schema(op.table[:-1])))
                 self._run_holding_producers(op, where)
         except spark_statement_errors() as err:
             raise EngineError(f"{where}: {one_line(err)}") from err
-        target = op.new_name if isinstance(op, RenameTable) else op.table
-        version = None if isinstance(op, CreateView | DropTable) else self._version(target)
+        target = entry.table_left(op)
+        version = self._version(target) if entry.commits else None
         return OpOutcome(op.kind, str(target), version, "sql")
 
     def _run_holding_producers(self, op: Op, where: str) -> None:
-        """Run the op's statement, again after each lost commit race while the patience lasts; from the first
-        lost race on, producers of its table are held off (`engine.hold`) until it ends, and every later op on
-        that table holds them from its first attempt."""
+        entry = SPARK_OPS[op]
+        self._retry_holding_producers(
+            lambda attempt: self._execute(op, attempt),
+            what=where,
+            table=op.table,
+            holds=entry.holds(op),
+            retry=entry.retried(op),
+        )
+
+    def _retry_holding_producers(
+        self, action: Callable[[int], object], *, what: str, table: TableId | None, holds: bool, retry: bool
+    ) -> None:
+        """Run `action` (given its attempt number), again after each lost commit race while the patience
+        lasts; from the first lost race on, producers of `table` are held off (`engine.hold`) until it ends,
+        and every later statement on that table holds them from its first attempt."""
         attempts = itertools.count()
-        hold = ProducerHold(op.table, self._hold_statement) if holds_producers(op) else None
+        hold = ProducerHold(table, self._hold_statement) if holds and table is not None else None
 
         def attempt() -> None:
             if hold is not None:
                 hold.attempt_begins()
-                if op.table in self._contended and not hold.engaged:
+                if hold.table in self._contended and not hold.engaged:
                     hold.engage()
-            self._execute(op, next(attempts))
+            action(next(attempts))
 
         def lost(conflict: str) -> None:
             self.count_retry(conflict)
             if hold is not None:
-                self._contended.add(op.table)
+                self._contended.add(hold.table)
                 hold.engage()
 
         try:
-            retry = retried_on_conflict(op)
-            retrying(attempt, what=where, retry=retry, on_retry=lost, backoff=self._backoff())
+            retrying(attempt, what=what, retry=retry, on_retry=lost, backoff=self._backoff())
         finally:
             if hold is not None:
                 try:
@@ -430,21 +419,12 @@ class SparkEngine(Engine):
         )
 
     def _execute(self, op: Op, attempt: int = 0) -> None:
-        statement = self._statement(op, attempt)  # made again for each attempt: a change-feed start moves on
+        statement = SPARK_OPS[op].statement(self, op, attempt)  # made again for each attempt
         if statement is not None:
             self.sql(statement)
 
-    def _statement(self, op: Op, attempt: int = 0) -> str | None:
-        """The op's SQL; a change-feed catch-up gets the source version to read changes from bound here (and
-        has nothing to run when the source has no commit since). The cutover's fence, once it lost a commit
-        race to a producer's append, reads the new table as of its current version: a blind append, which
-        no append can fail (`fence_statement`)."""
-        if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.CHANGE_FEED:
-            start = change_feed_start(self.history(op.source), self.history(op.table))
-            return None if start is None else x.sql(merge_statement(op, start))
-        if isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING and attempt > 0:
-            return x.sql(fence_statement(op, self._version(op.table)))
-        return render(op)
+    def row_mover(self, op: Op) -> RowMover[Any] | None:
+        return SPARK_OPS[op].rows
 
     def _describe_rows(
         self, kind: str, table: TableId, *columns: str, limit: int | None = None

@@ -8,11 +8,11 @@ which is what makes a crashed apply safe to resume.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from delta_contracts.live import LiveTable, TableId
+from delta_contracts.live import Commit, LiveTable, TableId
 from delta_contracts.sql.normalize import same_expression
 
 
@@ -34,6 +34,21 @@ class TableCondition(ABC):
         doc = (type(self).__doc__ or type(self).__name__).strip().split("\n\n")[0]
         sentence = " ".join(doc.split()).split("; ")[0].rstrip(".")
         return f"{self.table}: {sentence[:1].lower()}{sentence[1:]}"
+
+
+class HistoryCondition(TableCondition):
+    """A condition on one table decided from its commits (its Delta history) rather than its state: what an
+    op that leaves no trace in the table's metadata did (a rewrite of its files). Engines read the history of
+    the table it names and call `holds_in`; of a table that does not exist it says `when_absent`."""
+
+    @abstractmethod
+    def holds_in(self, commits: Sequence[Commit]) -> bool:
+        """Whether it holds of the table's commits, oldest first."""
+
+    def holds_on(self, live: LiveTable) -> bool:
+        # The table's state alone cannot say: read without its history (a status from metadata), it is
+        # taken not to hold, so the op is shown pending rather than done.
+        return False
 
 
 @dataclass(frozen=True, slots=True)

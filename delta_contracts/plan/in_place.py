@@ -49,6 +49,7 @@ from delta_contracts.plan.ops import (
     column_mark_key,
     marked_columns,
 )
+from delta_contracts.plan.purge import PurgeDroppedColumns
 from delta_contracts.plan.rules import not_null_rule
 from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
@@ -417,6 +418,10 @@ def _contract_phase(
                     reason=f"the check that closed {column.name}, which is gone",
                 )
             )
+    if going:
+        dropped = tuple(column.name for column in going)
+        why = "a column drop leaves the column's values in the data files"
+        ctx.b.add(PurgeDroppedColumns(table=ctx.t, phase=Phase.CONTRACT, columns=dropped, reason=why))
 
 
 def _cost_warnings(ctx: _Context) -> None:

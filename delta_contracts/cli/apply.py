@@ -15,6 +15,7 @@ from delta_contracts.cli.common import (
     EXIT_INPUT,
     EXIT_OK,
     ConfOption,
+    EnvOption,
     FormatOption,
     OutputFormat,
     PathsArgument,
@@ -24,6 +25,7 @@ from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 
 if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult
+    from delta_contracts.apply.promotion import Promotion
     from delta_contracts.apply.runner import OpReport
     from delta_contracts.cli.common import ContractSet
     from delta_contracts.ledger import Ledger, LedgerEntry
@@ -70,7 +72,7 @@ def _ledger(
     from delta_contracts.engine.state_table import StateTableError
     from delta_contracts.ledger import Ledger
 
-    choice = choose_engine(contracts.project, engine, url, warehouse, conf or ())
+    choice = choose_engine(contracts.project, engine, url, warehouse, conf or (), contracts.environment)
     try:
         if choice.ledger is None:
             yield Ledger(choice.warehouse / "_delta_contracts")
@@ -80,6 +82,34 @@ def _ledger(
     except StateTableError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(err.exit_code) from None
+
+
+def _promotion(contracts: ContractSet) -> Promotion | None:
+    """The earlier environments of `promote:` whose ledgers a migration must have finished in before it runs
+    in the chosen one; None when the chosen environment is first or not in the order."""
+    import os
+
+    from delta_contracts.apply.promotion import Promotion, Upstream
+    from delta_contracts.ledger import Ledger
+
+    project = contracts.project.project
+    here = contracts.environment
+    if here is None or here not in project.promote:
+        return None
+    earlier = []
+    for name in project.promote[: project.promote.index(here)]:
+        settings = project.engine_settings(name)
+        if settings.name != "local" and settings.ledger is not None:
+            print(
+                f"error: promote: the ledger of {name} is the catalog table {settings.ledger}, which only "
+                f"{name}'s engine reads; keep earlier environments' ledgers in their warehouses",
+                file=sys.stderr,
+            )
+            raise typer.Exit(EXIT_INPUT)
+        warehouse = Path(os.path.normpath(contracts.project.root / settings.warehouse))
+        mapping = project.environments[name].mapping()
+        earlier.append(Upstream(name, Ledger(warehouse / "_delta_contracts"), mapping))
+    return Promotion(here, earlier, _migrations_root(contracts))
 
 
 def _line(report: OpReport) -> str:
@@ -122,6 +152,7 @@ def apply_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
     to: Annotated[str | None, typer.Option("--to", help="Apply up to this contract version.")] = None,
     phase: PhaseChoice = "all",
     dry_run: Annotated[
@@ -186,7 +217,7 @@ def apply_command(
     if not conflict_patience >= 0:  # also refuses nan
         print("error: --conflict-patience must be 0 seconds or more", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
-    contracts = load_valid_contracts(paths)
+    contracts = load_valid_contracts(paths, env)
     ids = [item.contract.id for item in contracts.contracts]
     if table:
         unknown = [t for t in table if t not in ids]
@@ -223,6 +254,8 @@ def apply_command(
             conflict_patience=conflict_patience,
             readers_freshness=freshness,
             on_event=progress,
+            names=contracts.names,
+            promotion=_promotion(contracts),
         )
     _print_result(result, fmt, dry_run)
     out_of_order = [] if dry_run else _phases_not_run_first(result, phase)
@@ -311,6 +344,7 @@ def history_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """The apply ledger, newest first: migration, phase, op, status, the Delta version it committed, user,
@@ -318,7 +352,7 @@ def history_command(
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.ledger import Status
 
-    contracts = load_valid_contracts([contracts_path])
+    contracts = load_valid_contracts([contracts_path], env)
     with _ledger(contracts, engine, url, warehouse, conf) as ledger:
         every = ledger.entries(retracted=True)  # people see what was undone too
         where = ledger.where
@@ -380,6 +414,7 @@ def rehash_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
 ) -> None:
     """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
     from delta_contracts.apply import rehash
@@ -387,7 +422,7 @@ def rehash_command(
     from delta_contracts.paths import OutsideRoot
     from delta_contracts.plan.migrations import IntegrityError, table_folder
 
-    contracts = load_valid_contracts([contracts_path])
+    contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)
     try:
         folder = table_folder(root, contract_id)
@@ -420,6 +455,7 @@ def discard_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
 ) -> None:
     """Remove the last planned migration when nothing of it reached what readers or producers see: it failed
     a pre-check or never ran, or it is a versioned migration stopped before its cutover, whose new table is
@@ -435,7 +471,7 @@ def discard_command(
     from delta_contracts.ledger import Ledger
     from delta_contracts.plan.migrations import IntegrityError
 
-    contracts = load_valid_contracts([contracts_path])
+    contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)
     try:
         with _open(contracts, engine, url, warehouse, conf=conf) as live, Lease(live.state_dir, contract_id):

@@ -329,18 +329,46 @@ def status_command(
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
     env: EnvOption = None,
+    all_envs: Annotated[
+        bool,
+        typer.Option(
+            "--all-envs",
+            help="A matrix of contract × environment (each of contracts.yml `environments:`): live version, "
+            "pending migrations and phases, waiting gates.",
+        ),
+    ] = False,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Per table: contract version, the live table and its stamped version (and the next table a pending
     versioned migration fills), and the migrations (and phases) still pending."""
+    from delta_contracts.cli.common import load_valid_contracts
+
+    contracts = load_valid_contracts(paths, env)
+    if all_envs:
+        from delta_contracts.cli.matrix import print_matrix
+
+        print_matrix(contracts, conf, fmt)
+        raise typer.Exit(EXIT_OK)
+    rows = status_rows(contracts, engine, url, warehouse, conf)
+    _print_status(rows, fmt)
+    raise typer.Exit(EXIT_OK)
+
+
+def status_rows(
+    contracts: ContractSet,
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+    conf: list[str] | None,
+) -> list[dict[str, object]]:
+    """`status`'s row per contract in the contract set's environment."""
     from delta_contracts.apply.status import live_physical, pending_migrations
-    from delta_contracts.cli.common import load_valid_contracts, migrations_root
+    from delta_contracts.cli.common import migrations_root
     from delta_contracts.drift import compatibility_drift, write_target
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.plan.ops import STAMP_VERSION
     from delta_contracts.quality.read import unreadable_view
 
-    contracts = load_valid_contracts(paths, env)
     root = migrations_root(contracts)
     rows: list[dict[str, object]] = []
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
@@ -392,6 +420,10 @@ def status_command(
                     ],
                 }
             )
+    return rows
+
+
+def _print_status(rows: list[dict[str, object]], fmt: OutputFormat) -> None:
     if fmt is OutputFormat.JSON:
         print(json.dumps({"tables": rows}, indent=2))
     else:
@@ -411,7 +443,6 @@ def status_command(
             )
             for broken in row["broken"]:  # type: ignore[attr-defined]
                 print(f"  ✗ {broken}")
-    raise typer.Exit(EXIT_OK)
 
 
 def _adopted_at(contracts: ContractSet, contract: Contract) -> int:

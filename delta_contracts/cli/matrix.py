@@ -1,0 +1,109 @@
+"""`status --all-envs`: every contract in every environment of contracts.yml — the live version, the
+migrations (and phases) still pending, and what a gate waits for — as text, JSON or Markdown."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import typer
+
+from delta_contracts.cli.common import EXIT_INPUT, ContractSet, OutputFormat
+
+
+def matrix_cells(contracts: ContractSet, conf: list[str] | None) -> list[dict[str, object]]:
+    """One cell per contract and environment, in `promote:` order (then the other environments)."""
+    from delta_contracts.cli.tables import status_rows
+
+    project = contracts.project.project
+    if not project.environments:
+        print("error: --all-envs: contracts.yml declares no environments", file=sys.stderr)
+        raise typer.Exit(EXIT_INPUT)
+    order = [*project.promote, *(n for n in project.environments if n not in project.promote)]
+    cells: list[dict[str, object]] = []
+    for name in order:
+        here = replace(contracts, environment=name)
+        waiting = _waiting(here)
+        for row in status_rows(here, None, None, None, conf):
+            pending = row.get("pending") or []
+            assert isinstance(pending, list)
+            cells.append(
+                {
+                    "contract": row["contract"],
+                    "environment": name,
+                    "table": row.get("table"),
+                    "stamped": row.get("stamped"),
+                    "pending": pending,
+                    "waiting": [
+                        {"migration": p["migration"], "waits_for": waiting[(row["contract"], p["migration"])]}
+                        for p in pending
+                        if (row["contract"], p["migration"]) in waiting
+                    ],
+                    **({"error": row["error"]} if "error" in row else {}),
+                }
+            )
+    return cells
+
+
+def _waiting(contracts: ContractSet) -> dict[tuple[object, object], str]:
+    """What the latest run left each migration waiting for (the ledger's `held` rows), per environment."""
+    from delta_contracts.engine.state_table import StateTableError
+    from delta_contracts.ledger import Ledger, Status
+
+    settings = contracts.project.project.engine_settings(contracts.environment)
+    if settings.name != "local" and settings.ledger is not None:
+        return {}  # a catalog ledger is read by `status --env` itself; the matrix reads warehouse ledgers
+    folder = Path(os.path.normpath(contracts.project.root / settings.warehouse)) / "_delta_contracts"
+    try:
+        entries = Ledger(folder).entries()
+    except StateTableError:
+        return {}
+    held: dict[tuple[object, object], str] = {}
+    for entry in entries:
+        key = (entry.contract, entry.migration_id)
+        if entry.status == Status.HELD:
+            held[key] = entry.detail
+        elif entry.status in {Status.SUCCEEDED, Status.FORCED} and key in held:
+            del held[key]
+    return held
+
+
+def _version(cell: dict[str, object]) -> str:
+    if "error" in cell:
+        return f"error: {cell['error']}"
+    stamped = cell["stamped"] or "not created"
+    pending = cell["pending"]
+    assert isinstance(pending, list)
+    parts = [str(stamped)]
+    for item in pending:
+        parts.append(f"pending {item['migration']} [{'/'.join(item['phases'])}]")
+    waiting = cell["waiting"]
+    assert isinstance(waiting, list)
+    parts += [f"waiting {w['migration']}: {w['waits_for']}" for w in waiting]
+    return "; ".join(parts)
+
+
+def print_matrix(contracts: ContractSet, conf: list[str] | None, fmt: OutputFormat) -> None:
+    cells = matrix_cells(contracts, conf)
+    if fmt is OutputFormat.JSON:
+        print(json.dumps({"cells": cells}, indent=2, ensure_ascii=False))
+        return
+    environments = list(dict.fromkeys(str(c["environment"]) for c in cells))
+    by_contract: dict[str, dict[str, dict[str, object]]] = {}
+    for cell in cells:
+        by_contract.setdefault(str(cell["contract"]), {})[str(cell["environment"])] = cell
+    if fmt is OutputFormat.MARKDOWN:
+        print("| contract | " + " | ".join(environments) + " |")
+        print("| --- |" + " --- |" * len(environments))
+        for contract, row in by_contract.items():
+            shown = [_version(row[e]).replace("|", "\\|") if e in row else "" for e in environments]
+            print(f"| {contract} | " + " | ".join(shown) + " |")
+        return
+    for contract, row in by_contract.items():
+        print(contract)
+        for name in environments:
+            if name in row:
+                print(f"  {name} ({row[name]['table']}): {_version(row[name])}")

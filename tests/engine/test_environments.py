@@ -1,0 +1,151 @@
+"""Environments (issue 39): one contract PR applied to dev, refused on prod, applied to staging, then prod,
+each environment on the local engine with its own warehouse (ledger, leases) and table names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_contracts.cli import app
+from delta_contracts.ledger import Ledger, Status
+
+pytestmark = pytest.mark.engine
+runner = CliRunner()
+
+PROJECT = """\
+target: delta-4
+migrations: ../migrations
+engine: {name: local, warehouse: ../warehouses/default}
+environments:
+  dev:
+    engine: {warehouse: ../warehouses/dev}
+    schema_prefix: dev_
+  staging:
+    engine: {warehouse: ../warehouses/staging}
+    catalog: staging
+  prod:
+    engine: {warehouse: ../warehouses/prod}
+    names: "{schema}_live.{table}"
+promote: [dev, staging, prod]
+"""
+
+CONTRACT = """\
+apiVersion: delta-contracts/v1
+id: shop.orders
+version: {version}
+owner: {{team: shop}}
+columns:
+  - {{name: order_id, type: bigint, nullable: false}}
+"""
+NOTE = "  - {name: note, type: string}\n"
+
+
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "contracts.yml").write_text(PROJECT)
+    (tmp_path / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.0.0"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DELTA_CONTRACTS_ENV", raising=False)
+    assert runner.invoke(app, ["plan", "contracts"]).exit_code == 0
+    return tmp_path
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    """The exit code and stdout (with stderr, but for a JSON or Markdown report)."""
+    result = runner.invoke(app, list(args))
+    report = "--format" in args
+    return result.exit_code, result.stdout if report else result.output
+
+
+def test_a_contract_pr_goes_through_dev_staging_prod_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _project(tmp_path, monkeypatch)
+    for env in ("dev", "staging", "prod"):
+        code, out = _invoke("apply", "contracts", "--env", env)
+        assert code == 0, out
+    # Each environment has its table under its own name, in its own warehouse.
+    assert (root / "warehouses/dev/dev_shop/orders").is_dir()
+    assert (root / "warehouses/staging/shop/orders").is_dir()  # the local engine keeps schema.table
+    assert (root / "warehouses/prod/shop_live/orders").is_dir()
+
+    (root / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.1.0") + NOTE)
+    assert _invoke("plan", "contracts")[0] == 0
+    assert _invoke("apply", "contracts", "--env", "dev")[0] == 0
+    code, out = _invoke("apply", "contracts", "--env", "prod")
+    assert code == 2, out
+    assert "0002_1.0.0_to_1.1.0 [expand] has not finished in staging" in out
+    assert "in dev" not in out  # dev has it
+
+    code, out = _invoke("status", "contracts", "--all-envs", "--format", "json")
+    assert code == 0, out
+    matrix = {(c["contract"], c["environment"]): c for c in json.loads(out)["cells"]}
+    assert matrix["shop.orders", "dev"]["stamped"] == "1.1.0"
+    assert matrix["shop.orders", "staging"]["stamped"] == "1.0.0"
+    assert [p["migration"] for p in matrix["shop.orders", "prod"]["pending"]] == ["0002_1.0.0_to_1.1.0"]
+    assert matrix["shop.orders", "prod"]["table"] == "shop_live.orders"
+
+    assert _invoke("apply", "contracts", "--env", "staging")[0] == 0
+    code, out = _invoke("apply", "contracts", "--env", "prod")
+    assert code == 0, out
+    code, out = _invoke("status", "contracts", "--all-envs", "--format", "markdown")
+    assert code == 0, out
+    assert out.count("1.1.0") >= 3 and "| shop.orders |" in out
+    prod_ledger = Ledger(root / "warehouses/prod/_delta_contracts").entries()
+    assert {e.table for e in prod_ledger if e.op_index} == {"shop_live.orders"}
+
+
+def test_forcing_prod_ahead_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _project(tmp_path, monkeypatch)
+    monkeypatch.setenv("DELTA_CONTRACTS_ENV", "prod")
+    code, out = _invoke("apply", "contracts", "--force", "--reason", "hotfix")
+    assert code == 0, out
+    forced = [e for e in Ledger(root / "warehouses/prod/_delta_contracts").entries() if e.reason == "hotfix"]
+    assert [e.status for e in forced] == [Status.PROMOTION_FORCED.value]
+    assert "has not finished in dev" in forced[0].detail and "staging" in forced[0].detail
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("    schema_prefix: dev_\n", "environments.staging.engine.warehouse: staging and dev share"),
+        (
+            '    names: "{schema}.{table}"\n',
+            "shop.orders becomes shop.orders in staging, the table shop.orders",
+        ),
+        ('    names: "{catalog}.{schema}.{table}"\n', "names no catalog"),
+        ("    schema_prefix: bad-\n", "is not a schema prefix"),
+    ],
+)
+def test_bad_environments_are_refused_at_their_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str, expected: str
+) -> None:
+    (tmp_path / "contracts").mkdir()
+    staging = (
+        "    engine: {warehouse: ../warehouses/dev}\n"
+        if "dev_" in change
+        else ("    engine: {name: spark, warehouse: ../warehouses/s}\n")
+    )
+    project = (
+        "environments:\n  dev:\n    engine: {name: spark, warehouse: ../warehouses/dev}\n"
+        f"  staging:\n{staging}{'' if 'dev_' in change else change}"
+    )
+    (tmp_path / "contracts" / "contracts.yml").write_text(project)
+    (tmp_path / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.0.0"))
+    monkeypatch.chdir(tmp_path)
+    code, out = _invoke("status", "contracts", "--env", "staging")
+    assert code == 2, out
+    line = next(x for x in out.splitlines() if expected in x)
+    assert line.startswith("contracts/contracts.yml:") and line.split(":")[1].isdigit()
+
+
+def test_an_unknown_env_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _project(tmp_path, monkeypatch)
+    code, out = _invoke("apply", "contracts", "--env", "qa")
+    assert code == 2
+    assert (
+        "contracts/contracts.yml:4:1: environments: no environment 'qa' (declared: dev, staging, prod)" in out
+    )

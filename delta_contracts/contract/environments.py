@@ -41,10 +41,14 @@ class EnvironmentEngine(Frozen):
 class Environment(Frozen):
     engine: EnvironmentEngine = EnvironmentEngine()
     catalog: str | None = Field(
-        default=None, description="The catalog tables live in here: sales.orders -> <catalog>.sales.orders."
+        default=None,
+        description="The catalog tables live in here: sales.orders -> <catalog>.sales.orders.",
+        examples=["prod"],
     )
     schema_prefix: str | None = Field(
-        default=None, description="Put before every schema here: sales.orders -> <prefix>sales.orders."
+        default=None,
+        description="Put before every schema here: sales.orders -> <prefix>sales.orders.",
+        examples=["dev_"],
     )
     names: str | None = Field(
         default=None,

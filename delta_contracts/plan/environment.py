@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from delta_contracts.contract.environments import NameMapping
 from delta_contracts.contract.model import Contract
 from delta_contracts.plan.building import TableState, initial_state
-from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Gate, Op, table_id_fields
 from delta_contracts.sql.expressions import reading_table
 from delta_contracts.tableid import TableId
+
+if TYPE_CHECKING:  # plan.migrations reads a history through this module
+    from delta_contracts.plan.migrations import StoredMigration
 
 # The fields of ops that hold a predicate which may read another table by name (`left_behind`'s NOT EXISTS
 # over the new table, `rejects`'s duplicated-key subquery): their table references are renamed too.

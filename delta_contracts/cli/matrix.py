@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,11 +14,14 @@ import typer
 
 from delta_contracts.cli.common import EXIT_INPUT, ContractSet, OutputFormat
 
+# `status`'s rows of one environment (cli.tables.status_rows), passed in: this module sits below `status`.
+StatusRows = Callable[[ContractSet, None, None, None, "list[str] | None"], list[dict[str, object]]]
 
-def matrix_cells(contracts: ContractSet, conf: list[str] | None) -> list[dict[str, object]]:
+
+def matrix_cells(
+    contracts: ContractSet, conf: list[str] | None, status_rows: StatusRows
+) -> list[dict[str, object]]:
     """One cell per contract and environment, in `promote:` order (then the other environments)."""
-    from delta_contracts.cli.tables import status_rows
-
     project = contracts.project.project
     if not project.environments:
         print("error: --all-envs: contracts.yml declares no environments", file=sys.stderr)
@@ -86,8 +90,10 @@ def _version(cell: dict[str, object]) -> str:
     return "; ".join(parts)
 
 
-def print_matrix(contracts: ContractSet, conf: list[str] | None, fmt: OutputFormat) -> None:
-    cells = matrix_cells(contracts, conf)
+def print_matrix(
+    contracts: ContractSet, conf: list[str] | None, fmt: OutputFormat, status_rows: StatusRows
+) -> None:
+    cells = matrix_cells(contracts, conf, status_rows)
     if fmt is OutputFormat.JSON:
         print(json.dumps({"cells": cells}, indent=2, ensure_ascii=False))
         return

@@ -347,7 +347,7 @@ def status_command(
     if all_envs:
         from delta_contracts.cli.matrix import print_matrix
 
-        print_matrix(contracts, conf, fmt)
+        print_matrix(contracts, conf, fmt, status_rows)
         raise typer.Exit(EXIT_OK)
     rows = status_rows(contracts, engine, url, warehouse, conf)
     _print_status(rows, fmt)

@@ -136,7 +136,8 @@ FIELD_DOCS: dict[str, str] = {
     "project.environments": "Named places the same contracts and migrations are applied to (dev, staging, "
     "prod), chosen with `--env NAME` or `DELTA_CONTRACTS_ENV`; each has its own engine settings, warehouse "
     "(ledger, leases, readers log) and table names. See docs/environments.md.",
-    "project.environments.<name>.engine": "The environment's engine settings; each one left out is `engine:`'s.",
+    "project.environments.<name>.engine": "The environment's engine settings; each one left out is "
+    "`engine:`'s.",
     "project.environments.<name>.engine.name": "`local`, `spark` or `connect` in this environment.",
     "project.environments.<name>.engine.url": "`sc://host:port` for `connect` in this environment.",
     "project.environments.<name>.engine.warehouse": "The environment's warehouse folder, relative to "

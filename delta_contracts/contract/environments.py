@@ -20,6 +20,7 @@ from pydantic import Field, field_validator
 
 from delta_contracts.contract.errors import Location, Problem
 from delta_contracts.contract.model import Frozen, check_table_id
+from delta_contracts.errors import InputError
 from delta_contracts.tableid import TableId
 
 ENV_ENVIRONMENT = "DELTA_CONTRACTS_ENV"
@@ -100,7 +101,7 @@ class Environment(Frozen):
         return NameMapping(self.catalog, self.schema_prefix, self.names)
 
 
-class MappingError(ValueError):
+class MappingError(InputError, ValueError):
     """A contract id the environment's mapping turns into something that is not a table name."""
 
 

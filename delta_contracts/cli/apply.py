@@ -107,7 +107,7 @@ def _promotion(contracts: ContractSet) -> Promotion | None:
             )
             raise typer.Exit(EXIT_INPUT)
         warehouse = Path(os.path.normpath(contracts.project.root / settings.warehouse))
-        mapping = project.environments[name].mapping()
+        mapping = project.names_in(name)
         earlier.append(Upstream(name, Ledger(warehouse / "_delta_contracts"), mapping))
     return Promotion(here, earlier, _migrations_root(contracts))
 

@@ -91,11 +91,7 @@ class ContractSet:
     @property
     def names(self) -> NameMapping:
         """How contract ids become table names in the chosen environment (the identity without one)."""
-        from delta_contracts.contract.environments import NameMapping
-
-        if self.environment is None:
-            return NameMapping()
-        return self.project.project.environments[self.environment].mapping()
+        return self.project.project.names_in(self.environment)
 
 
 def chosen_environment(project: LoadedProject, flag: str | None) -> str | None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import typer
 
+from delta_contracts.apply.status import cell_summary
 from delta_contracts.cli.common import EXIT_INPUT, ContractSet, OutputFormat
 
 # `status`'s rows of one environment (cli.tables.status_rows), passed in: this module sits below `status`.
@@ -31,7 +32,12 @@ def matrix_cells(
     for name in order:
         here = replace(contracts, environment=name)
         waiting = _waiting(here)
-        for row in status_rows(here, None, None, None, conf):
+        try:
+            rows = status_rows(here, None, None, None, conf)
+        except typer.Exit:  # its engine could not start, or its warehouse is not there: said above
+            why = f"{name} could not be read (see the error above)"
+            rows = [{"contract": c.contract.id, "error": why} for c in contracts.contracts]
+        for row in rows:
             pending = row.get("pending") or []
             assert isinstance(pending, list)
             cells.append(
@@ -75,21 +81,6 @@ def _waiting(contracts: ContractSet) -> dict[tuple[object, object], str]:
     return held
 
 
-def _version(cell: dict[str, object]) -> str:
-    if "error" in cell:
-        return f"error: {cell['error']}"
-    stamped = cell["stamped"] or "not created"
-    pending = cell["pending"]
-    assert isinstance(pending, list)
-    parts = [str(stamped)]
-    for item in pending:
-        parts.append(f"pending {item['migration']} [{'/'.join(item['phases'])}]")
-    waiting = cell["waiting"]
-    assert isinstance(waiting, list)
-    parts += [f"waiting {w['migration']}: {w['waits_for']}" for w in waiting]
-    return "; ".join(parts)
-
-
 def print_matrix(
     contracts: ContractSet, conf: list[str] | None, fmt: OutputFormat, status_rows: StatusRows
 ) -> None:
@@ -105,11 +96,11 @@ def print_matrix(
         print("| contract | " + " | ".join(environments) + " |")
         print("| --- |" + " --- |" * len(environments))
         for contract, row in by_contract.items():
-            shown = [_version(row[e]).replace("|", "\\|") if e in row else "" for e in environments]
+            shown = [cell_summary(row[e]).replace("|", "\\|") if e in row else "" for e in environments]
             print(f"| {contract} | " + " | ".join(shown) + " |")
         return
     for contract, row in by_contract.items():
         print(contract)
         for name in environments:
             if name in row:
-                print(f"  {name} ({row[name]['table']}): {_version(row[name])}")
+                print(f"  {name} ({row[name]['table']}): {cell_summary(row[name])}")

@@ -59,6 +59,18 @@ def project_problems(project: Project, source: SourceMap, root: Path) -> list[Pr
         elif name in seen:
             problems.append(Problem(where, f"promote[{index}]", f"'{name}' is listed twice", CODE))
         seen.add(name)
+    for name, environment in project.environments.items():
+        both = [f for f in ("catalog", "schema_prefix") if getattr(environment, f) is not None]
+        if environment.names is not None and both:
+            problems.append(
+                Problem(
+                    source.locate(("environments", name, "names")),
+                    f"environments.{name}.names",
+                    f"names and {' and '.join(both)} together: a names template says the whole name "
+                    f"(use {{catalog}} and {{schema}} in it), so give one or the other",
+                    CODE,
+                )
+            )
     warehouses: dict[Path, str] = {}
     for name in project.environments:
         try:
@@ -97,7 +109,7 @@ def contract_problems(
     problems: list[Problem] = []
     owners: dict[tuple[str, str, tuple[str, ...]], tuple[str, str]] = {}
     for name, environment in project.environments.items():
-        mapping = environment.mapping()
+        mapping = project.names_in(name)
         settings = project.engine_settings(name)
         place = place_of(settings.name, settings.url, _warehouse(project, name, root))
         field = "names" if environment.names is not None else "schema_prefix"

@@ -15,6 +15,7 @@ import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
@@ -22,6 +23,9 @@ from delta_contracts.contract.errors import Location, Problem
 from delta_contracts.contract.model import Frozen, check_table_id
 from delta_contracts.errors import InputError
 from delta_contracts.tableid import TableId
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.model import Contract
 
 ENV_ENVIRONMENT = "DELTA_CONTRACTS_ENV"
 _PLACEHOLDERS = frozenset({"catalog", "schema", "table"})
@@ -97,8 +101,11 @@ class Environment(Frozen):
             )
         return value
 
-    def mapping(self) -> NameMapping:
-        return NameMapping(self.catalog, self.schema_prefix, self.names)
+    def mapping(self, engine: str | None = None) -> NameMapping:
+        """The mapping on `engine` (the environment's engine name): the local engine keeps one catalog per
+        warehouse, so there a mapped name keeps its schema.table (the warehouse is the environment's
+        catalog)."""
+        return NameMapping(self.catalog, self.schema_prefix, self.names, one_catalog=engine == "local")
 
 
 class MappingError(InputError, ValueError):
@@ -112,6 +119,8 @@ class NameMapping:
     catalog: str | None = None
     schema_prefix: str | None = None
     template: str | None = None
+    # The local engine: one catalog per warehouse, names are schema.table (a catalog part is dropped).
+    one_catalog: bool = False
 
     @property
     def identity(self) -> bool:
@@ -136,7 +145,8 @@ class NameMapping:
             check_table_id(text)
         except ValueError as err:
             raise MappingError(f"{table} becomes {text}: {err}") from None
-        return TableId.parse(text)
+        mapped = TableId.parse(text)
+        return TableId(mapped[-2:]) if self.one_catalog else mapped
 
     def object_name(self, name: str, tables: Iterable[TableId]) -> str:
         """A gate's object (`schema.table` or `schema.table.column`) under its table's name here."""
@@ -145,6 +155,15 @@ class NameMapping:
             if name.casefold() == logical.casefold() or name.casefold().startswith(logical.casefold() + "."):
                 return str(self.physical(table)) + name[len(logical) :]
         return name
+
+
+def contract_in_environment(contract: Contract, names: NameMapping) -> Contract:
+    """The contract as telemetry, the site and `diff --readers` see it in an environment: its id is its
+    table's name there, so the objects it deprecates are named as that environment's readers log names them
+    (`prod.sales.orders.note`)."""
+    if names.identity:
+        return contract
+    return contract.model_copy(update={"id": str(names.physical(contract.table_parts))})
 
 
 @dataclass(frozen=True, slots=True)

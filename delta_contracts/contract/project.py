@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field, StrictBool, field_validator
 
-from delta_contracts.contract.environments import Environment
+from delta_contracts.contract.environments import Environment, NameMapping
 from delta_contracts.contract.model import (
     Checks,
     Duration,
@@ -126,6 +126,12 @@ class Project(Frozen):
     # (those left out are `engine:`'s) and names; `promote` the order a migration must go through them.
     environments: dict[str, Environment] = Field(default_factory=dict)
     promote: tuple[str, ...] = ()
+
+    def names_in(self, environment: str | None) -> NameMapping:
+        """How contract ids become table names in `environment` (the identity for None)."""
+        if environment is None:
+            return NameMapping()
+        return self.environments[environment].mapping(self.engine_settings(environment).name)
 
     def engine_settings(self, environment: str | None) -> EngineSettings:
         """The engine settings of `environment` (a declared one), or `engine:` itself for None."""

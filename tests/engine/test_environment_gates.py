@@ -66,7 +66,7 @@ def test_each_environment_counts_its_own_window_and_its_own_readers(tmp_path: Pa
     stored = load_history(root / contract)[2]  # 0003: op 7 marks coupon_code deprecated, op 12 drops it
     envs = {"staging": STAGING, "prod": PROD}
     with LocalEngine(tmp_path / "staging") as staging, LocalEngine(tmp_path / "prod") as prod:
-        engines = {"staging": staging, "prod": prod}
+        engines: dict[str, LocalEngine] = {"staging": staging, "prod": prod}
         marks = {}
         for name in ("staging", "prod"):  # staging first, prod later: prod's mark is set after staging's
             engine, names = engines[name], envs[name]
@@ -133,7 +133,7 @@ def test_each_environment_counts_its_own_window_and_its_own_readers(tmp_path: Pa
         ran = apply(prod, root, tables=[contract], to_version="2.0.0", names=PROD, clock=lambda: later)
         assert ran.exit_code == 0 and not ran.waiting, [w.reasons for w in ran.waiting]
         assert _drops(ran, stored.migration_id) == {12: OpStatus.SUCCEEDED, 13: OpStatus.SUCCEEDED}
-        live = prod.describe((f"{schema}_live", "orders"))
+        live = prod.describe(TableId((f"{schema}_live", "orders")))
         assert live is not None and live.column("coupon_code") is None
-        kept = staging.describe((f"stg_{schema}", "orders"))
+        kept = staging.describe(TableId((f"stg_{schema}", "orders")))
         assert kept is not None and kept.column("coupon_code") is not None

@@ -16,6 +16,7 @@ from delta_contracts.apply.gates import marked_at
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.contract.environments import NameMapping, contract_in_environment
 from delta_contracts.contract.load import load_contract
+from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
 from delta_contracts.ledger import Ledger
 from delta_contracts.plan.migrations import load_history
@@ -51,8 +52,9 @@ def _collect(
     model = load_contract(REPO / "contracts" / "sales" / "orders.yaml").contract
     model = model.model_copy(update={"id": contract})
     watched = watched_on(engine, [contract_in_environment(model, names)])
-    frame = read_source(engine.spark, parse_source(f"query-history:{_export(export, rows)}"))
-    collect(engine.spark, frame, "history", watched, engine.state_dir, now=now)
+    spark = engine.spark  # type: ignore[attr-defined]
+    frame = read_source(spark, parse_source(f"query-history:{_export(export, rows)}"))
+    collect(spark, frame, "history", watched, engine.state_dir, now=now)
 
 
 def _drops(result: ApplyResult, migration_id: str) -> dict[int, OpStatus]:
@@ -66,7 +68,7 @@ def test_each_environment_counts_its_own_window_and_its_own_readers(tmp_path: Pa
     stored = load_history(root / contract)[2]  # 0003: op 7 marks coupon_code deprecated, op 12 drops it
     envs = {"staging": STAGING, "prod": PROD}
     with LocalEngine(tmp_path / "staging") as staging, LocalEngine(tmp_path / "prod") as prod:
-        engines: dict[str, LocalEngine] = {"staging": staging, "prod": prod}
+        engines = {"staging": staging, "prod": prod}
         marks = {}
         for name in ("staging", "prod"):  # staging first, prod later: prod's mark is set after staging's
             engine, names = engines[name], envs[name]

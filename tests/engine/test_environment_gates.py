@@ -46,7 +46,7 @@ Rows = list[tuple[str, str, datetime]]
 
 
 def _collect(
-    engine: LocalEngine, contract: str, names: NameMapping, rows: Rows, export: Path, now: datetime
+    engine: Engine, contract: str, names: NameMapping, rows: Rows, export: Path, now: datetime
 ) -> None:
     """`telemetry collect --env`: the contract under the environment's table name, into its readers log."""
     model = load_contract(REPO / "contracts" / "sales" / "orders.yaml").contract

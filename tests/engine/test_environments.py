@@ -149,3 +149,56 @@ def test_an_unknown_env_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert (
         "contracts/contracts.yml:4:1: environments: no environment 'qa' (declared: dev, staging, prod)" in out
     )
+
+
+def test_a_crash_in_staging_mid_migration_is_resumed_by_apply_env_staging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`apply --env staging` SIGKILLed after the migration's first op committed, before its ledger row: the
+    matrix shows staging's migration pending, and `apply --env staging` finishes it, the op found done."""
+    from tests.engine.apply_child import fork_server, forked_main
+
+    root = _project(tmp_path, monkeypatch)
+    for env in ("dev", "staging"):
+        assert _invoke("apply", "contracts", "--env", env)[0] == 0
+    (root / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.1.0") + NOTE)
+    assert _invoke("plan", "contracts")[0] == 0
+    assert _invoke("apply", "contracts", "--env", "dev")[0] == 0
+
+    staging = root / "warehouses/staging"
+    cut = "0002_1.0.0_to_1.1.0 op 1 ran"
+    spec = {
+        "warehouse": str(staging),
+        "migrations": str(root / "migrations"),
+        "contract": "shop.orders",
+        "kill_on": cut,
+        "killed_log": str(tmp_path / "killed"),
+        # staging's mapping (catalog: staging) on the local engine, as `apply --env staging` passes it
+        "names": {"catalog": "staging", "one_catalog": True},
+    }
+    process = fork_server().Process(target=forked_main, args=(spec, str(tmp_path / "child.out")))
+    process.start()
+    process.join(600)
+    assert process.exitcode == -9, (tmp_path / "child.out").read_text(encoding="utf-8")
+    assert (tmp_path / "killed").read_text(encoding="utf-8") == cut + "\n"
+    entries = Ledger(staging / "_delta_contracts").entries(["shop.orders"])
+    assert [e.status for e in entries if e.migration_id.startswith("0002")] == [Status.STARTED.value]
+
+    code, out = _invoke("status", "contracts", "--all-envs", "--format", "json")
+    assert code == 0, out
+    matrix = {c["environment"]: c for c in json.loads(out)["cells"]}
+    assert matrix["staging"]["stamped"] == "1.0.0" and matrix["dev"]["stamped"] == "1.1.0"
+    assert [p["migration"] for p in matrix["staging"]["pending"]] == ["0002_1.0.0_to_1.1.0"]
+
+    code, out = _invoke("apply", "contracts", "--env", "staging")
+    assert code == 0, out
+    code, out = _invoke("status", "contracts", "--all-envs", "--format", "json")
+    matrix = {c["environment"]: c for c in json.loads(out)["cells"]}
+    assert matrix["staging"]["stamped"] == "1.1.0" and not matrix["staging"]["pending"], matrix
+    done = Ledger(staging / "_delta_contracts").entries(["shop.orders"])
+    statuses = [e.status for e in done if e.migration_id.startswith("0002") and e.op_index == 1]
+    # the op that committed before the kill is found done by its postcondition, not run twice
+    assert statuses[0] == Status.STARTED.value and statuses[-1] == Status.SKIPPED.value, statuses
+    assert {e.table for e in done if e.op_index} == {"shop.orders"}  # staging's warehouse is its catalog
+    code, out = _invoke("apply", "contracts", "--env", "prod")  # staging has it now: prod may go
+    assert code == 0, out

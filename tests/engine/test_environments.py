@@ -10,7 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_contracts.cli import app
+from delta_contracts.engine.base import Engine
 from delta_contracts.ledger import Ledger, Status
+from delta_contracts.plan.ops import STAMP_VERSION
+from delta_contracts.tableid import TableId
+from tests.engine.conftest import JVM
 
 pytestmark = pytest.mark.engine
 runner = CliRunner()
@@ -43,9 +47,9 @@ columns:
 NOTE = "  - {name: note, type: string}\n"
 
 
-def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: str = PROJECT) -> Path:
     (tmp_path / "contracts").mkdir()
-    (tmp_path / "contracts" / "contracts.yml").write_text(PROJECT)
+    (tmp_path / "contracts" / "contracts.yml").write_text(project)
     (tmp_path / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.0.0"))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DELTA_CONTRACTS_ENV", raising=False)
@@ -202,3 +206,39 @@ def test_a_crash_in_staging_mid_migration_is_resumed_by_apply_env_staging(
     assert {e.table for e in done if e.op_index} == {"shop.orders"}  # staging's warehouse is its catalog
     code, out = _invoke("apply", "contracts", "--env", "prod")  # staging has it now: prod may go
     assert code == 0, out
+
+
+@JVM
+def test_a_fourth_environment_on_spark_with_a_schema_prefix_comes_after_the_local_ones(
+    spark_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dev, staging and prod on the embedded engine, then `lake` on delta-spark (the session the command
+    finds running) with a schema prefix: refused until prod has the migration, then applied, and shown in
+    the matrix under its own name."""
+    prefix = f"lk{tmp_path.name[-4:].lower().replace('-', '_')}_"
+    lake = (
+        f"  lake:\n    engine: {{name: spark, warehouse: ../warehouses/lake}}\n    schema_prefix: {prefix}\n"
+    )
+    order = "promote: [dev, staging, prod, lake]\n"
+    project = PROJECT.replace("promote: [dev, staging, prod]\n", lake + order)
+    root = _project(tmp_path, monkeypatch, project)
+    spark_engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{prefix}shop`")  # delta-spark makes no schema itself
+    for env in ("dev", "staging"):
+        assert _invoke("apply", "contracts", "--env", env)[0] == 0
+    code, out = _invoke("apply", "contracts", "--env", "lake")
+    assert code == 2 and "0001_create_1.0.0 [expand] has not finished in prod" in out, out
+    assert "in staging" not in out
+    assert _invoke("apply", "contracts", "--env", "prod")[0] == 0
+    code, out = _invoke("apply", "contracts", "--env", "lake")
+    assert code == 0, out
+    live = spark_engine.describe(TableId((f"{prefix}shop", "orders")))
+    assert live is not None and live.properties.get(STAMP_VERSION) == "1.0.0"
+    ledger = Ledger(root / "warehouses/lake/_delta_contracts").entries(["shop.orders"])
+    assert {e.table for e in ledger if e.op_index} == {f"{prefix}shop.orders"}
+
+    code, out = _invoke("status", "contracts", "--all-envs", "--format", "json")
+    assert code == 0, out
+    matrix = {c["environment"]: c for c in json.loads(out)["cells"]}
+    assert list(matrix) == ["dev", "staging", "prod", "lake"]
+    assert matrix["lake"]["table"] == f"{prefix}shop.orders" and matrix["lake"]["stamped"] == "1.0.0"
+    assert all(cell["stamped"] == "1.0.0" and not cell["pending"] for cell in matrix.values()), matrix

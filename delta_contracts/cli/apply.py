@@ -25,7 +25,6 @@ from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 
 if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult
-    from delta_contracts.apply.promotion import Promotion
     from delta_contracts.apply.runner import OpReport
     from delta_contracts.cli.common import ContractSet
     from delta_contracts.ledger import Ledger, LedgerEntry
@@ -82,34 +81,6 @@ def _ledger(
     except StateTableError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(err.exit_code) from None
-
-
-def _promotion(contracts: ContractSet) -> Promotion | None:
-    """The earlier environments of `promote:` whose ledgers a migration must have finished in before it runs
-    in the chosen one; None when the chosen environment is first or not in the order."""
-    import os
-
-    from delta_contracts.apply.promotion import Promotion, Upstream
-    from delta_contracts.ledger import Ledger
-
-    project = contracts.project.project
-    here = contracts.environment
-    if here is None or here not in project.promote:
-        return None
-    earlier = []
-    for name in project.promote[: project.promote.index(here)]:
-        settings = project.engine_settings(name)
-        if settings.name != "local" and settings.ledger is not None:
-            print(
-                f"error: promote: the ledger of {name} is the catalog table {settings.ledger}, which only "
-                f"{name}'s engine reads; keep earlier environments' ledgers in their warehouses",
-                file=sys.stderr,
-            )
-            raise typer.Exit(EXIT_INPUT)
-        warehouse = Path(os.path.normpath(contracts.project.root / settings.warehouse))
-        mapping = project.names_in(name)
-        earlier.append(Upstream(name, Ledger(warehouse / "_delta_contracts"), mapping))
-    return Promotion(here, earlier, _migrations_root(contracts))
 
 
 def _line(report: OpReport) -> str:
@@ -195,6 +166,7 @@ def apply_command(
 
     from delta_contracts.apply import apply
     from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.cli.promotion import promotion_of
     from delta_contracts.cli.tables import _open
     from delta_contracts.plan.ops import PHASES
 
@@ -240,7 +212,11 @@ def apply_command(
     from delta_contracts.contract.model import duration
 
     freshness = duration(contracts.project.project.telemetry.freshness)
-    with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite, conf=conf) as live, status:
+    with (
+        _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite, conf=conf) as live,
+        promotion_of(contracts, _migrations_root(contracts)) as promotion,
+        status,
+    ):
         result = apply(
             live,
             _migrations_root(contracts),
@@ -255,7 +231,7 @@ def apply_command(
             readers_freshness=freshness,
             on_event=progress,
             names=contracts.names,
-            promotion=_promotion(contracts),
+            promotion=promotion,
         )
     _print_result(result, fmt, dry_run)
     out_of_order = [] if dry_run else _phases_not_run_first(result, phase)

@@ -213,15 +213,17 @@ def test_a_fourth_environment_on_spark_with_a_schema_prefix_comes_after_the_loca
     spark_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """dev, staging and prod on the embedded engine, then `lake` on delta-spark (the session the command
-    finds running) with a schema prefix: refused until prod has the migration, then applied, and shown in
-    the matrix under its own name."""
+    finds running) with a schema prefix and its ledger a catalog table: refused until prod has the migration,
+    then applied, and shown in the matrix under its own name. `edge`, after it, reads lake's catalog ledger
+    through lake's engine."""
     prefix = f"lk{tmp_path.name[-4:].lower().replace('-', '_')}_"
-    lake = (
-        f"  lake:\n    engine: {{name: spark, warehouse: ../warehouses/lake}}\n    schema_prefix: {prefix}\n"
+    envs = (
+        f"  lake:\n    engine: {{name: spark, warehouse: ../warehouses/lake, ledger: {prefix}ops.ledger}}\n"
+        f"    schema_prefix: {prefix}\n"
+        "  edge:\n    engine: {warehouse: ../warehouses/edge}\n    schema_prefix: edge_\n"
+        "promote: [dev, staging, prod, lake, edge]\n"
     )
-    order = "promote: [dev, staging, prod, lake]\n"
-    project = PROJECT.replace("promote: [dev, staging, prod]\n", lake + order)
-    root = _project(tmp_path, monkeypatch, project)
+    root = _project(tmp_path, monkeypatch, PROJECT.replace("promote: [dev, staging, prod]\n", envs))
     spark_engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{prefix}shop`")  # delta-spark makes no schema itself
     for env in ("dev", "staging"):
         assert _invoke("apply", "contracts", "--env", env)[0] == 0
@@ -229,16 +231,23 @@ def test_a_fourth_environment_on_spark_with_a_schema_prefix_comes_after_the_loca
     assert code == 2 and "0001_create_1.0.0 [expand] has not finished in prod" in out, out
     assert "in staging" not in out
     assert _invoke("apply", "contracts", "--env", "prod")[0] == 0
+    code, out = _invoke("apply", "contracts", "--env", "edge")
+    assert code == 2 and "0001_create_1.0.0 [expand] has not finished in lake" in out, out
     code, out = _invoke("apply", "contracts", "--env", "lake")
     assert code == 0, out
     live = spark_engine.describe(TableId((f"{prefix}shop", "orders")))
     assert live is not None and live.properties.get(STAMP_VERSION) == "1.0.0"
-    ledger = Ledger(root / "warehouses/lake/_delta_contracts").entries(["shop.orders"])
-    assert {e.table for e in ledger if e.op_index} == {f"{prefix}shop.orders"}
+    rows = spark_engine.sql(f"SELECT DISTINCT `table` FROM {prefix}ops.ledger WHERE op_index > 0")
+    assert [r["table"] for r in rows] == [f"{prefix}shop.orders"]
+    assert not (root / "warehouses/lake/_delta_contracts/ledger").exists()
+    code, out = _invoke("apply", "contracts", "--env", "edge")
+    assert code == 0 and f"reading the ledger of lake ({prefix}ops.ledger) through its spark engine" in out, (
+        out
+    )
 
     code, out = _invoke("status", "contracts", "--all-envs", "--format", "json")
     assert code == 0, out
     matrix = {c["environment"]: c for c in json.loads(out)["cells"]}
-    assert list(matrix) == ["dev", "staging", "prod", "lake"]
+    assert list(matrix) == ["dev", "staging", "prod", "lake", "edge"]
     assert matrix["lake"]["table"] == f"{prefix}shop.orders" and matrix["lake"]["stamped"] == "1.0.0"
     assert all(cell["stamped"] == "1.0.0" and not cell["pending"] for cell in matrix.values()), matrix

@@ -33,7 +33,7 @@ def matrix_cells(
         here = replace(contracts, environment=name)
         waiting = _waiting(here)
         try:
-            rows = status_rows(here, None, None, None, conf)
+            rows = _unapplied(here) or status_rows(here, None, None, None, conf)
         except typer.Exit:  # its engine could not start, or its warehouse is not there: said above
             why = f"{name} could not be read (see the error above)"
             rows = [{"contract": c.contract.id, "error": why} for c in contracts.contracts]
@@ -56,6 +56,31 @@ def matrix_cells(
                 }
             )
     return cells
+
+
+def _unapplied(contracts: ContractSet) -> list[dict[str, object]]:
+    """The rows of an environment on the local engine whose warehouse is not there yet (nothing was applied
+    in it): every migration pending, nothing stamped. None for any other environment."""
+    from delta_contracts.apply.status import pending_migrations
+    from delta_contracts.cli.common import migrations_root
+    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+
+    settings = contracts.project.project.engine_settings(contracts.environment)
+    if settings.name != "local" or (contracts.project.root / settings.warehouse).is_dir():
+        return []
+    root = migrations_root(contracts)
+    rows: list[dict[str, object]] = []
+    for item in contracts.contracts:
+        contract = item.contract
+        try:
+            history = load_history(table_folder(root, contract.id), contracts.names)
+        except IntegrityError as err:
+            rows.append({"contract": contract.id, "error": str(err)})
+            continue
+        pending = [p.to_json() for p in pending_migrations(history, [], contract.id)]
+        table = contracts.names.physical(contract.table_parts)
+        rows.append({"contract": contract.id, "table": str(table), "stamped": None, "pending": pending})
+    return rows
 
 
 def _waiting(contracts: ContractSet) -> dict[tuple[object, object], str]:

@@ -47,10 +47,12 @@ columns:
 NOTE = "  - {name: note, type: string}\n"
 
 
-def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: str = PROJECT) -> Path:
+def _project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, project: str = PROJECT, columns: str = ""
+) -> Path:
     (tmp_path / "contracts").mkdir()
     (tmp_path / "contracts" / "contracts.yml").write_text(project)
-    (tmp_path / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.0.0"))
+    (tmp_path / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.0.0") + columns)
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DELTA_CONTRACTS_ENV", raising=False)
     assert runner.invoke(app, ["plan", "contracts"]).exit_code == 0
@@ -121,6 +123,7 @@ def test_forcing_prod_ahead_is_recorded(tmp_path: Path, monkeypatch: pytest.Monk
             "shop.orders becomes shop.orders in staging, the table shop.orders",
         ),
         ('    names: "{catalog}.{schema}.{table}"\n', "names no catalog"),
+        ('    names: "{schema}.{table}"\n    catalog: prod\n', "names and catalog together"),
         ("    schema_prefix: bad-\n", "is not a schema prefix"),
     ],
 )
@@ -251,3 +254,47 @@ def test_a_fourth_environment_on_spark_with_a_schema_prefix_comes_after_the_loca
     assert list(matrix) == ["dev", "staging", "prod", "lake", "edge"]
     assert matrix["lake"]["table"] == f"{prefix}shop.orders" and matrix["lake"]["stamped"] == "1.0.0"
     assert all(cell["stamped"] == "1.0.0" and not cell["pending"] for cell in matrix.values()), matrix
+
+
+def test_telemetry_diff_readers_and_the_site_name_objects_as_the_environment_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`telemetry collect --env prod` watches prod's names and fills prod's readers log only; `diff --readers
+    --env prod` and `telemetry report --env prod` name the objects as prod does; `site --env prod` shows the
+    matrix of every environment on its index."""
+    deprecated = "  - {name: note, type: string, deprecated: {since: 1.0.0, reason: unused}}\n"
+    root = _project(tmp_path, monkeypatch, columns=deprecated)
+    assert _invoke("apply", "contracts", "--env", "prod", "--force", "--reason", "test")[0] == 0
+    export = tmp_path / "history.jsonl"
+    reads = [("alice", "SELECT note FROM shop_live.orders"), ("bob", "SELECT note FROM dev_shop.orders")]
+    export.write_text(
+        "".join(
+            json.dumps({"statement_id": f"q{n}", "statement_text": text, "executed_by": user,
+                        "start_time": "2026-11-20T10:00:00+00:00", "client_application": "notebook"}) + "\n"
+            for n, (user, text) in enumerate(reads)
+        )
+    )  # fmt: skip
+    code, out = _invoke("telemetry", "collect", "--env", "prod", "--source", f"query-history:{export}")
+    assert code == 0 and "1 reader row(s) added" in out, out
+    assert not (root / "warehouses/dev/_delta_contracts/readers").exists()
+    code, out = _invoke("telemetry", "report", "--env", "prod", "--format", "json")
+    assert code == 0, out
+    (entry,) = json.loads(out)["objects"]
+    assert entry["object"] == "shop_live.orders.note" and [r["user"] for r in entry["readers"]] == ["alice"]
+
+    (root / "next").mkdir()
+    (root / "next" / "contracts.yml").write_text(PROJECT)
+    (root / "next" / "orders.yaml").write_text(CONTRACT.format(version="2.0.0"))
+    args = ("diff", "contracts/orders.yaml", "next/orders.yaml", "--readers", "--format", "json")
+    code, out = _invoke(*args, "--env", "prod")
+    readers = json.loads(out)["readers"]
+    assert "shop_live.orders.note" in json.dumps(readers) and "alice" in json.dumps(readers), readers
+    unknown = runner.invoke(app, [*args, "--env", "qa"])
+    assert unknown.exit_code == 2 and "contracts.yml:4:1: environments: no environment 'qa'" in unknown.output
+
+    code, out = _invoke("site", "contracts", "--env", "prod", "-o", "site")
+    assert code == 0, out
+    index = (root / "site" / "index.html").read_text(encoding="utf-8")
+    assert "<h2>Environments (these pages: prod)</h2>" in index
+    assert "shop_live.orders<br>1.0.0" in index
+    assert "dev_shop.orders<br>not created; pending 0001_create_1.0.0 [expand/cutover]" in index

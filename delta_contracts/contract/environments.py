@@ -140,7 +140,7 @@ class NameMapping:
         else:
             catalog = self.catalog or table.catalog
             schema = (self.schema_prefix or "") + table.schema
-            text = ".".join(p for p in (catalog, schema, table.name) if p)
+            text = str(TableId(p for p in (catalog, schema, table.name) if p))
         try:
             check_table_id(text)
         except ValueError as err:

@@ -228,9 +228,12 @@ def commit_drift(commits: Sequence[Commit], is_toolkit: Callable[[int], bool]) -
     return items
 
 
-def alias_drift(contract: Contract, physical: TableId, views: Mapping[TableId, str]) -> list[DriftItem]:
-    """A table served under another name must be read through the alias view `<id>` pointing at it."""
-    alias = contract.table_parts
+def alias_drift(
+    contract: Contract, physical: TableId, views: Mapping[TableId, str], alias: TableId | None = None
+) -> list[DriftItem]:
+    """A table served under another name must be read through the alias view `<id>` pointing at it.
+    `alias`: the contract id's name in the environment (the id itself by default)."""
+    alias = contract.table_parts if alias is None else alias
     if physical == alias:
         return []
     from delta_contracts.plan.building import alias_columns
@@ -272,13 +275,17 @@ def alias_view_query(alias: TableId, views: Mapping[TableId, str]) -> str | None
 
 
 def write_target(
-    contract: Contract, physical: TableId, exists: bool, views: Mapping[TableId, str]
+    contract: Contract,
+    physical: TableId,
+    exists: bool,
+    views: Mapping[TableId, str],
+    alias: TableId | None = None,
 ) -> str | None:
     """The table producers must write to. Readers use the contract id; a versioned table's id is a view,
     which nobody can write to: writers use the `__vN` table it reads (None when no table exists yet)."""
     if exists:
         return str(physical)
-    query = alias_view_query(contract.table_parts, views)
+    query = alias_view_query(contract.table_parts if alias is None else alias, views)
     return None if query is None else _view_source(query)
 
 

@@ -51,6 +51,9 @@ class Status(StrEnum):
     DISCARDED = "discarded"
     LEASE_BROKEN = "lease_broken"  # `apply --break-lease --reason`: an operator freed the table
     LEDGER_RESTARTED = "ledger_restarted"  # `apply --force --reason` on a stamped table this ledger never saw
+    # `apply --force --reason` ran a migration's phase in an environment before an earlier one of
+    # `promote:` finished it; `detail` says what they lacked
+    PROMOTION_FORCED = "promotion_forced"
     HELD = "held"  # `apply` found the op's gate shut and left it; `detail` says why (nothing ran)
 
 

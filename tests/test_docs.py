@@ -129,6 +129,10 @@ def place(document: dict[str, Any], path: str, value: Any, namespace: str = "") 
     here: Any = document
     walked = namespace
     for part in between:
+        if part == reference.MAPPING_KEY:  # into the mapping's first entry, as its example made it
+            here = next(iter(here.values()))
+            walked += part + "."
+            continue
         key = part.removesuffix("[]")
         walked += key
         if key not in here:
@@ -141,6 +145,10 @@ def place(document: dict[str, Any], path: str, value: Any, namespace: str = "") 
     here[leaf] = value
 
 
+# Fields whose example names what another field declares: `promote` lists environments.
+_NEEDS = {"project.promote": ("project.environments",)}
+
+
 def contract_with_example(path: str, folder: Path) -> LoadedContract:
     """A contract of only the required fields (their examples), with the example of `path` placed in it,
     or in the `contracts.yml` beside it for a `project.` path; loaded with the project's loader."""
@@ -151,6 +159,8 @@ def contract_with_example(path: str, folder: Path) -> LoadedContract:
     }
     project: dict[str, Any] = {}
     if path.startswith("project."):
+        for needed in _NEEDS.get(path, ()):
+            place(project, needed, example_value(needed), "project.")
         place(project, path, example_value(path), "project.")
     else:
         place(contract, path, example_value(path))

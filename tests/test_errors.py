@@ -125,6 +125,7 @@ MEANINGS = {
         "delta_contracts.diff.gitbase.GitError",  # diff --base: a ref git cannot read
         "delta_contracts.diff.gitbase.GitMissing",
         "delta_contracts.paths.OutsideRoot",
+        "delta_contracts.contract.environments.MappingError",  # an environment's mapping breaks an id
         "delta_contracts.plan.migrations.IntegrityError",  # apply refuses a tampered folder
         "delta_contracts.apply.runner.ApplyRefused",  # apply: 2 bad input
         "delta_contracts.apply.runner.ChecksumMismatch",

@@ -13,6 +13,8 @@ from delta_contracts.errors import ExitCode
 
 if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
+    from delta_contracts.apply.promotion import Promotion
+    from delta_contracts.contract.environments import NameMapping
     from delta_contracts.apply.runner import OpReport, Runner, TableRun
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
@@ -77,13 +79,17 @@ def apply(
     readers_freshness: timedelta | None = None,
     on_event: Callable[[OpReport], None] | None = None,
     on_boundary: Callable[[str], None] | None = None,
+    names: NameMapping | None = None,
+    promotion: Promotion | None = None,
 ) -> ApplyResult:
     """Apply the pending migrations under `migrations/<table id>/` (all tables, or `tables`) on `engine`
     (an Engine, or a SparkSession with delta-spark). `clock` is the gates' "now"; `readers_freshness` how
     recent the readers log must be for a drop's gate to open (`telemetry.freshness` in contracts.yml).
     `break_lease_reason`: free each table from whoever holds its lease first (recorded in the ledger).
     `conflict_patience`: seconds a statement that lost a commit race to another writer is run again for
-    (the engine's own setting, five minutes, when None)."""
+    (the engine's own setting, five minutes, when None). `names`: the environment's name mapping (every
+    table the migrations name is renamed by it); `promotion`: the earlier environments' ledgers a migration's
+    phase must have finished in first (`apply.promotion`)."""
     from dataclasses import replace
 
     from delta_contracts.apply.runner import ApplyOptions, Runner
@@ -107,22 +113,36 @@ def apply(
     if readers_freshness is not None:
         options = replace(options, readers_freshness=readers_freshness)
     result = ApplyResult()
-    names = list(tables) if tables is not None else sorted(p.name for p in root.iterdir() if p.is_dir())
+    contracts = list(tables) if tables is not None else sorted(p.name for p in root.iterdir() if p.is_dir())
     runner = Runner(live, options)
     # The run's patience, not the caller's engine's for good: the engine may outlive this call.
     patience_before = live.conflict_patience
     if conflict_patience is not None:
         live.conflict_patience = conflict_patience
     try:
-        for contract in names:
-            _apply_table(result, runner, root, contract, break_lease_reason if not dry_run else None)
+        for contract in contracts:
+            _apply_table(
+                result,
+                runner,
+                root,
+                contract,
+                break_lease_reason if not dry_run else None,
+                names,
+                promotion,
+            )
     finally:
         live.conflict_patience = patience_before
     return result
 
 
 def _apply_table(
-    result: ApplyResult, runner: Runner, root: Path, contract: str, break_lease_reason: str | None
+    result: ApplyResult,
+    runner: Runner,
+    root: Path,
+    contract: str,
+    break_lease_reason: str | None,
+    names: NameMapping | None = None,
+    promotion: Promotion | None = None,
 ) -> None:
     """One table's pending migrations, its outcome added to `result`."""
     from delta_contracts.apply.lease import LeaseHeld, LeaseLost
@@ -141,7 +161,12 @@ def _apply_table(
         return
     try:
         verify(folder)
-        history = load_history(folder)
+        history = load_history(folder, names)
+        if promotion is not None:
+            refusal = promotion.check(runner, contract, history)
+            if refusal is not None:
+                result.refused.append((contract, refusal))
+                return
         if break_lease_reason:
             holder = break_lease(runner.engine, contract, break_lease_reason)
             if holder is not None:

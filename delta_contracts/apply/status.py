@@ -68,3 +68,20 @@ def live_physical(
     if source is not None:
         return TableId(source if len(source) >= len(alias) else (*alias[: len(alias) - len(source)], *source))
     return alias if exists(alias) else planned
+
+
+def cell_summary(cell: Mapping[str, object]) -> str:
+    """One cell of the contract × environment matrix (`status --all-envs`, the site's index) in words: the
+    stamped version, what is pending and what a gate waits for."""
+    if "error" in cell:
+        return f"error: {cell['error']}"
+    stamped = cell["stamped"] or "not created"
+    pending = cell["pending"]
+    assert isinstance(pending, list)
+    parts = [str(stamped)]
+    for item in pending:
+        parts.append(f"pending {item['migration']} [{'/'.join(item['phases'])}]")
+    waiting = cell["waiting"]
+    assert isinstance(waiting, list)
+    parts += [f"waiting {w['migration']}: {w['waits_for']}" for w in waiting]
+    return "; ".join(parts)

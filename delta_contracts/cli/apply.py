@@ -15,6 +15,7 @@ from delta_contracts.cli.common import (
     EXIT_INPUT,
     EXIT_OK,
     ConfOption,
+    EnvOption,
     FormatOption,
     OutputFormat,
     PathsArgument,
@@ -70,7 +71,7 @@ def _ledger(
     from delta_contracts.engine.state_table import StateTableError
     from delta_contracts.ledger import Ledger
 
-    choice = choose_engine(contracts.project, engine, url, warehouse, conf or ())
+    choice = choose_engine(contracts.project, engine, url, warehouse, conf or (), contracts.environment)
     try:
         if choice.ledger is None:
             yield Ledger(choice.warehouse / "_delta_contracts")
@@ -122,6 +123,7 @@ def apply_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
     to: Annotated[str | None, typer.Option("--to", help="Apply up to this contract version.")] = None,
     phase: PhaseChoice = "all",
     dry_run: Annotated[
@@ -164,6 +166,7 @@ def apply_command(
 
     from delta_contracts.apply import apply
     from delta_contracts.cli.common import load_valid_contracts
+    from delta_contracts.cli.promotion import promotion_of
     from delta_contracts.cli.tables import _open
     from delta_contracts.plan.ops import PHASES
 
@@ -186,7 +189,7 @@ def apply_command(
     if not conflict_patience >= 0:  # also refuses nan
         print("error: --conflict-patience must be 0 seconds or more", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
-    contracts = load_valid_contracts(paths)
+    contracts = load_valid_contracts(paths, env)
     ids = [item.contract.id for item in contracts.contracts]
     if table:
         unknown = [t for t in table if t not in ids]
@@ -209,7 +212,11 @@ def apply_command(
     from delta_contracts.contract.model import duration
 
     freshness = duration(contracts.project.project.telemetry.freshness)
-    with _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite, conf=conf) as live, status:
+    with (
+        _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite, conf=conf) as live,
+        promotion_of(contracts, _migrations_root(contracts)) as promotion,
+        status,
+    ):
         result = apply(
             live,
             _migrations_root(contracts),
@@ -223,6 +230,8 @@ def apply_command(
             conflict_patience=conflict_patience,
             readers_freshness=freshness,
             on_event=progress,
+            names=contracts.names,
+            promotion=promotion,
         )
     _print_result(result, fmt, dry_run)
     out_of_order = [] if dry_run else _phases_not_run_first(result, phase)
@@ -311,6 +320,7 @@ def history_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """The apply ledger, newest first: migration, phase, op, status, the Delta version it committed, user,
@@ -318,7 +328,7 @@ def history_command(
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.ledger import Status
 
-    contracts = load_valid_contracts([contracts_path])
+    contracts = load_valid_contracts([contracts_path], env)
     with _ledger(contracts, engine, url, warehouse, conf) as ledger:
         every = ledger.entries(retracted=True)  # people see what was undone too
         where = ledger.where
@@ -380,6 +390,7 @@ def rehash_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
 ) -> None:
     """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
     from delta_contracts.apply import rehash
@@ -387,7 +398,7 @@ def rehash_command(
     from delta_contracts.paths import OutsideRoot
     from delta_contracts.plan.migrations import IntegrityError, table_folder
 
-    contracts = load_valid_contracts([contracts_path])
+    contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)
     try:
         folder = table_folder(root, contract_id)
@@ -420,6 +431,7 @@ def discard_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
 ) -> None:
     """Remove the last planned migration when nothing of it reached what readers or producers see: it failed
     a pre-check or never ran, or it is a versioned migration stopped before its cutover, whose new table is
@@ -435,7 +447,7 @@ def discard_command(
     from delta_contracts.ledger import Ledger
     from delta_contracts.plan.migrations import IntegrityError
 
-    contracts = load_valid_contracts([contracts_path])
+    contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)
     try:
         with _open(contracts, engine, url, warehouse, conf=conf) as live, Lease(live.state_dir, contract_id):

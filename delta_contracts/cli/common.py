@@ -15,6 +15,7 @@ from delta_contracts.errors import ExitCode
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.errors import Problem
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.engine.select import EngineChoice
@@ -47,6 +48,15 @@ ConfOption = Annotated[
         show_default=False,
     ),
 ]
+EnvOption = Annotated[
+    str | None,
+    typer.Option(
+        "--env",
+        help="The environment of contracts.yml `environments:` to work in: its engine, warehouse, ledger and "
+        "table names (default: DELTA_CONTRACTS_ENV, else the project's one `engine:`).",
+        show_default=False,
+    ),
+]
 PathsArgument = Annotated[
     list[Path] | None,
     typer.Argument(help="Contract files or folders (default: contracts/).", show_default=False),
@@ -76,10 +86,39 @@ def print_problems(problems: list[Problem] | tuple[Problem, ...]) -> None:
 class ContractSet:
     contracts: list[LoadedContract]
     project: LoadedProject
+    environment: str | None = None  # the environment the command works in (`--env`), if any
+
+    @property
+    def names(self) -> NameMapping:
+        """How contract ids become table names in the chosen environment (the identity without one)."""
+        return self.project.project.names_in(self.environment)
 
 
-def load_valid_contracts(paths: list[Path] | None) -> ContractSet:
-    """Load and lint every contract; any error or finding stops the command with exit 2 (unusable input)."""
+def chosen_environment(project: LoadedProject, flag: str | None) -> str | None:
+    """The environment `--env` (or DELTA_CONTRACTS_ENV) names; one contracts.yml does not declare ends the
+    command (exit 2) at the `environments:` line."""
+    from delta_contracts.contract.environments import environment_name, unknown_environment
+    from delta_contracts.contract.project import PROJECT_FILE
+    from delta_contracts.contract.yamlsource import Path as FieldPath
+
+    name = environment_name(flag)
+    if name is None or name in project.project.environments:
+        return name
+    key: FieldPath = ("environments",)
+    where = project.source.locate(key, key=True)
+    if not project.data:
+        from delta_contracts.contract.errors import Location
+        from delta_contracts.contract.load import display_path
+
+        where = Location(display_path(project.root / PROJECT_FILE), 1, 1)
+    print_problems([unknown_environment(name, list(project.project.environments), where)])
+    raise typer.Exit(EXIT_INPUT)
+
+
+def load_valid_contracts(paths: list[Path] | None, env: str | None = None) -> ContractSet:
+    """Load and lint every contract; any error or finding stops the command with exit 2 (unusable input).
+    `env`: the `--env` flag; the environment it (or DELTA_CONTRACTS_ENV) names must be declared, and every
+    environment's mapping must give every contract a table name of its own."""
     from delta_contracts.contract.errors import ContractError
     from delta_contracts.contract.lint import lint_many
     from delta_contracts.contract.load import contract_files, load_contract, project_for
@@ -103,7 +142,15 @@ def load_valid_contracts(paths: list[Path] | None) -> ContractSet:
     except ContractError as err:
         print_problems(err.problems)
         raise typer.Exit(err.exit_code) from None
-    return ContractSet(loaded, project)
+    environment = chosen_environment(project, env)
+    if project.project.environments:
+        from delta_contracts.contract.environment_checks import contract_problems
+
+        mapped = contract_problems(project.project, project.source, project.root, loaded)
+        if mapped:
+            print_problems(mapped)
+            raise typer.Exit(EXIT_INPUT)
+    return ContractSet(loaded, project, environment)
 
 
 def migrations_root(contracts: ContractSet, override: Path | None = None) -> Path:
@@ -139,9 +186,11 @@ def choose_engine(
     url: str | None,
     warehouse: Path | None,
     conf: Sequence[str] = (),
+    environment: str | None = None,
 ) -> EngineChoice:
-    """The engine the flags, the environment and contracts.yml choose; a wrong choice (an unknown engine,
-    connect without a URL, a bad `--conf`) ends the command with its reason (exit 2)."""
+    """The engine the flags, the environment variables and contracts.yml (`environment`'s settings, when
+    one is chosen) choose; a wrong choice (an unknown engine, connect without a URL, a bad `--conf`) ends
+    the command with its reason (exit 2)."""
     from delta_contracts.engine.base import EngineChoiceError
     from delta_contracts.engine.select import choose
 
@@ -150,7 +199,7 @@ def choose_engine(
             name=engine,
             url=url,
             warehouse=warehouse,
-            project=project.project.engine,
+            project=project.project.engine_settings(environment),
             project_root=project.root,
             conf=conf,
         )

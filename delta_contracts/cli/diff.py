@@ -43,6 +43,15 @@ ReadersWarehouseOption = Annotated[
     Path | None,
     typer.Option("--warehouse", help="With --readers: the warehouse whose _delta_contracts holds the log."),
 ]
+ReadersEnvOption = Annotated[
+    str | None,
+    typer.Option(
+        "--env",
+        help="With --readers: the environment of contracts.yml whose readers log (or engine) to read; "
+        "objects are named as its tables are (default: DELTA_CONTRACTS_ENV).",
+        show_default=False,
+    ),
+]
 
 if TYPE_CHECKING:
     from delta_contracts.contract.errors import Problem
@@ -68,6 +77,7 @@ def diff_command(
     engine: ReadersEngineOption = None,
     url: ReadersUrlOption = None,
     warehouse: ReadersWarehouseOption = None,
+    env: ReadersEnvOption = None,
 ) -> None:
     """Classify contract changes, check the declared version bump and the evolution policy; with --readers,
     name who reads each object a change breaks."""
@@ -127,7 +137,7 @@ def diff_command(
     if readers or source:
         from delta_contracts.cli.readers import readers_of
 
-        who = readers_of(pairs, results, project, source or [], engine, url, warehouse)
+        who = readers_of(pairs, results, project, source or [], engine, url, warehouse, env)
     if fmt is OutputFormat.GITHUB:
         from delta_contracts.cli.github import diff_annotations
 

@@ -28,16 +28,26 @@ def readers_of(
     engine: str | None,
     url: str | None,
     warehouse: Path | None,
+    env: str | None = None,
 ) -> tuple[list[ObjectReaders], Telemetry]:
-    from delta_contracts.cli.common import choose_engine
+    """The readers of what the changes touch; in an environment (`env`, or DELTA_CONTRACTS_ENV) from its
+    readers log or engine, each object named as that environment names its table."""
+    from delta_contracts.cli.common import choose_engine, chosen_environment
+    from delta_contracts.contract.environments import contract_in_environment
     from delta_contracts.contract.model import duration
     from delta_contracts.telemetry.impact import ContractChange, log_telemetry, readers_of_changes
 
+    environment = chosen_environment(project, env)
+    names = project.project.names_in(environment)
     changes = [
-        ContractChange(old.contract if old else None, new.contract if new else None, result.changes)
+        ContractChange(
+            contract_in_environment(old.contract, names) if old else None,
+            contract_in_environment(new.contract, names) if new else None,
+            result.changes,
+        )
         for (old, new), result in zip(pairs, results, strict=True)
     ]
-    choice = choose_engine(project, engine, url, warehouse)
+    choice = choose_engine(project, engine, url, warehouse, environment=environment)
     now = datetime.now(UTC)
     if sources:
         telemetry = _from_sources(changes, sources, choice, now)

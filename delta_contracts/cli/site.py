@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, PathsArgument
+from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, ConfOption, EnvOption, PathsArgument
 
 
 def site_command(
@@ -36,6 +36,8 @@ def site_command(
         Path | None,
         typer.Option("--validation", help="A recorded `validate --format json` result to show per table."),
     ] = None,
+    conf: ConfOption = None,
+    env: EnvOption = None,
 ) -> None:
     """Write a static HTML site (index.html and a page per table, no network needed): the contract, its
     versions in git with each change's class, the migrations and their phases, deprecations, readers over
@@ -45,23 +47,33 @@ def site_command(
     from delta_contracts.site.render import write_site
 
     started = time.perf_counter()
-    contracts = load_valid_contracts(paths)
+    contracts = load_valid_contracts(paths, env)
     project = contracts.project
-    choice = choose_engine(project, engine, url, warehouse)
+    choice = choose_engine(project, engine, url, warehouse, conf or (), contracts.environment)
     if validation is not None and not validation.is_file():
         print(f"error: --validation {validation}: no such file", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT)
     try:
+        names = contracts.names
         if engine is None:
-            site = gather(contracts.contracts, project, choice.warehouse, validation=validation)
+            site = gather(contracts.contracts, project, choice.warehouse, validation=validation, names=names)
         else:
             from delta_contracts.cli.tables import _open
 
-            with _open(contracts, engine, url, warehouse, read_only=True) as live:
-                site = gather(contracts.contracts, project, choice.warehouse, live, validation)
+            with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
+                site = gather(contracts.contracts, project, choice.warehouse, live, validation, names=names)
     except ValueError as err:  # an unreadable --validation file (json.JSONDecodeError is a ValueError)
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(EXIT_INPUT) from None
+    if project.project.environments:
+        from dataclasses import replace
+
+        from delta_contracts.cli.matrix import matrix_cells
+        from delta_contracts.cli.tables import status_rows
+
+        site = replace(
+            site, environment=contracts.environment, matrix=matrix_cells(contracts, conf, status_rows)
+        )
     written = write_site(site, output)
     took = time.perf_counter() - started
     print(f"wrote {len(written)} page(s) to {output}/ in {took:.1f} s: open {output / 'index.html'}")

@@ -15,6 +15,7 @@ from delta_contracts.cli.common import (
     EXIT_OK,
     ConfOption,
     ContractSet,
+    EnvOption,
     FormatOption,
     OutputFormat,
     PathsArgument,
@@ -66,8 +67,9 @@ def _open(
     from delta_contracts.engine.select import open_engine
 
     project = contracts.project
-    choice = choose_engine(project, engine, url, warehouse, conf or ())
-    print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
+    choice = choose_engine(project, engine, url, warehouse, conf or (), contracts.environment)
+    in_environment = f", environment {contracts.environment}" if contracts.environment else ""
+    print(f"engine: {choice.name} ({choice.url or choice.warehouse}){in_environment}", file=sys.stderr)
     if read_only:
         from delta_contracts.engine.select import active_spark_session
 
@@ -109,16 +111,16 @@ def _physical(contracts: ContractSet, contract: Contract) -> tuple[TableId, str 
 
     The second value is why the migrations could not be read (a tampered or unreadable folder), if so."""
     from delta_contracts.cli.common import migrations_root
+    from delta_contracts.plan.environment import planned_table
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
-    from delta_contracts.plan.planner import initial_state
 
     folder = table_folder(migrations_root(contracts), contract.id)
     try:
         verify(folder)
-        history = load_history(folder)
+        history = load_history(folder, contracts.names)
     except IntegrityError as err:
-        return initial_state(contract).physical, str(err)
-    return (history[-1].state.physical if history else initial_state(contract).physical), None
+        return planned_table(contract, contracts.names), str(err)
+    return (history[-1].state.physical if history else planned_table(contract, contracts.names)), None
 
 
 def _contract_live_table_is_at(
@@ -138,7 +140,7 @@ def _contract_live_table_is_at(
     folder = table_folder(migrations_root(contracts), contract.id)
     try:
         verify(folder)
-        history = load_history(folder)
+        history = load_history(folder, contracts.names)
     except IntegrityError:
         return contract, []  # `_physical` reports the unreadable folder
     pending = pending_migrations(history, entries, contract.id)
@@ -174,6 +176,7 @@ def create_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Create each contract's Delta table, or verify an existing one. Exit 1 when it differs."""
@@ -181,7 +184,7 @@ def create_command(
     from delta_contracts.create import ContractMismatchError, PendingMigrationError, create_table
     from delta_contracts.engine.base import EngineError
 
-    contracts = load_valid_contracts(paths)
+    contracts = load_valid_contracts(paths, env)
     target = contracts.project.project.target
     results: list[dict[str, object]] = []
     failed = False
@@ -240,6 +243,7 @@ def drift_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Compare every live table with its contract and stamp, and list out-of-band commits. Exit 1 on drift.
@@ -252,7 +256,7 @@ def drift_command(
     from delta_contracts.ledger import claimed
     from delta_contracts.quality.read import unreadable_view
 
-    contracts = load_valid_contracts(paths)
+    contracts = load_valid_contracts(paths, env)
     report: list[dict[str, object]] = []
     drifted = False
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
@@ -262,14 +266,19 @@ def drift_command(
         for item in contracts.contracts:
             planned, unreadable = _physical(contracts, item.contract)
             physical = live_physical(
-                item.contract.table_parts, planned, views, lambda t: describe(t) is not None
+                contracts.names.physical(item.contract.table_parts),
+                planned,
+                views,
+                lambda t: describe(t) is not None,
             )
             table = describe(physical)
             expected, pending = _contract_live_table_is_at(contracts, item.contract, table, entries)
             items = [*pending, *table_drift(expected, table, physical)]
             if unreadable is not None:
                 items.insert(0, DriftItem("migrations", "", None, None, unreadable))
-            items += alias_drift(expected, physical, views)
+            items += alias_drift(
+                expected, physical, views, contracts.names.physical(item.contract.table_parts)
+            )
             items += compatibility_drift(expected, views, lambda v: unreadable_view(live, v))
             if table is not None:
                 name = str(physical)
@@ -319,18 +328,47 @@ def status_command(
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
     conf: ConfOption = None,
+    env: EnvOption = None,
+    all_envs: Annotated[
+        bool,
+        typer.Option(
+            "--all-envs",
+            help="A matrix of contract × environment (each of contracts.yml `environments:`): live version, "
+            "pending migrations and phases, waiting gates.",
+        ),
+    ] = False,
     fmt: FormatOption = OutputFormat.TEXT,
 ) -> None:
     """Per table: contract version, the live table and its stamped version (and the next table a pending
     versioned migration fills), and the migrations (and phases) still pending."""
+    from delta_contracts.cli.common import load_valid_contracts
+
+    contracts = load_valid_contracts(paths, env)
+    if all_envs:
+        from delta_contracts.cli.matrix import print_matrix
+
+        print_matrix(contracts, conf, fmt, status_rows)
+        raise typer.Exit(EXIT_OK)
+    rows = status_rows(contracts, engine, url, warehouse, conf)
+    _print_status(rows, fmt)
+    raise typer.Exit(EXIT_OK)
+
+
+def status_rows(
+    contracts: ContractSet,
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+    conf: list[str] | None,
+) -> list[dict[str, object]]:
+    """`status`'s row per contract in the contract set's environment."""
     from delta_contracts.apply.status import live_physical, pending_migrations
-    from delta_contracts.cli.common import load_valid_contracts, migrations_root
+    from delta_contracts.cli.common import migrations_root
     from delta_contracts.drift import compatibility_drift, write_target
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.plan.ops import STAMP_VERSION
     from delta_contracts.quality.read import unreadable_view
 
-    contracts = load_valid_contracts(paths)
     root = migrations_root(contracts)
     rows: list[dict[str, object]] = []
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
@@ -341,7 +379,7 @@ def status_command(
             contract = item.contract
             try:
                 verify(table_folder(root, contract.id))
-                history = load_history(table_folder(root, contract.id))
+                history = load_history(table_folder(root, contract.id), contracts.names)
             except IntegrityError as err:
                 rows.append({"contract": contract.id, "version": contract.version, "error": str(err)})
                 continue
@@ -349,7 +387,8 @@ def status_command(
             table = describe(planned)
             # The stamp is the live table's: behind the alias view, or of the contract's name (a migration to
             # the planned table may be pending).
-            current = live_physical(contract.table_parts, planned, views, lambda t: describe(t) is not None)
+            alias = contracts.names.physical(contract.table_parts)
+            current = live_physical(alias, planned, views, lambda t: describe(t) is not None)
             serving = table if current == planned else describe(current)
             stamped = serving.properties.get(STAMP_VERSION) if serving else None
             pending = [p.to_json() for p in pending_migrations(history, entries, contract.id)]
@@ -370,10 +409,10 @@ def status_command(
                     "exists": serving is not None,
                     "stamped": stamped,
                     "next": upcoming,
-                    "read": contract.id,
+                    "read": str(alias),
                     # Producers write where readers read until a versioned cutover moves both: a planned
                     # table that a pending migration is still filling is not theirs yet (docs/migrations.md).
-                    "write": write_target(contract, current, serving is not None, views),
+                    "write": write_target(contract, current, serving is not None, views, alias),
                     "pending": pending,
                     "broken": [
                         i.message
@@ -381,6 +420,10 @@ def status_command(
                     ],
                 }
             )
+    return rows
+
+
+def _print_status(rows: list[dict[str, object]], fmt: OutputFormat) -> None:
     if fmt is OutputFormat.JSON:
         print(json.dumps({"tables": rows}, indent=2))
     else:
@@ -400,7 +443,6 @@ def status_command(
             )
             for broken in row["broken"]:  # type: ignore[attr-defined]
                 print(f"  ✗ {broken}")
-    raise typer.Exit(EXIT_OK)
 
 
 def _adopted_at(contracts: ContractSet, contract: Contract) -> int:
@@ -410,7 +452,7 @@ def _adopted_at(contracts: ContractSet, contract: Contract) -> int:
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
 
     try:
-        history = load_history(table_folder(migrations_root(contracts), contract.id))
+        history = load_history(table_folder(migrations_root(contracts), contract.id), contracts.names)
     except IntegrityError:
         return -1
     if not history or "_baseline_" not in history[0].migration_id:

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, default_paths
+from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, EnvOption, default_paths
 
 if TYPE_CHECKING:
+    from delta_contracts.contract.load import LoadedProject
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
     from delta_contracts.engine.select import EngineChoice
@@ -83,6 +84,7 @@ def collect_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    env: EnvOption = None,
     overlap_hours: Annotated[
         float, typer.Option("--overlap-hours", help="Re-read this much before the watermark (late rows).")
     ] = 24.0,
@@ -100,8 +102,8 @@ def collect_command(
     from delta_contracts.telemetry.sources import SourceError, read_source
 
     specs = _specs(source, text_column, user_column, time_column, id_column, client_column)
-    loaded = _contracts(contracts)
-    choice = _choice(loaded, engine, url, warehouse)
+    loaded, environment = _contracts(contracts, env)
+    choice = _choice(environment, engine, url, warehouse)
     state_dir = choice.warehouse / "_delta_contracts"
     with _engine(choice) as live:
         watched = _watched(live, loaded, objects)
@@ -151,6 +153,7 @@ def extract_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    env: EnvOption = None,
     text_column: TextColumn = None,
     user_column: UserColumn = None,
     time_column: TimeColumn = None,
@@ -164,8 +167,8 @@ def extract_command(
     from delta_contracts.telemetry.sources import SourceError, read_source
 
     specs = _specs(source, text_column, user_column, time_column, id_column, client_column)
-    loaded = _contracts(contracts)
-    choice = _choice(loaded, engine, url, warehouse)
+    loaded, environment = _contracts(contracts, env)
+    choice = _choice(environment, engine, url, warehouse)
     with _engine(choice) as live:
         watched = _watched(live, loaded, None)
         names = Names.load(live.ledger_table())
@@ -210,6 +213,7 @@ def report_command(
     ] = None,
     contracts: ContractsOption = None,
     warehouse: WarehouseOption = None,
+    env: EnvOption = None,
 ) -> None:
     """Readers per deprecated object from the readers log; readers not among the contract's consumers."""
     from delta_contracts.telemetry.log import read_rows
@@ -224,8 +228,8 @@ def report_command(
     )
     from delta_contracts.telemetry.report_html import render_html
 
-    loaded = _contracts(contracts)
-    state = _choice(loaded, None, None, warehouse).warehouse / "_delta_contracts"
+    loaded, environment = _contracts(contracts, env)
+    state = _choice(environment, None, None, warehouse).warehouse / "_delta_contracts"
     known = watched(loaded)
     # An older version's table is deprecated once its cutover marked it (the ledger says), not before.
     unmarked = unmarked_in_ledger(_ledger_rows(state))
@@ -264,13 +268,14 @@ def retire_command(
     reason: Annotated[str, typer.Option("--reason", help="Why nobody will collect it again (recorded).")],
     contracts: ContractsOption = None,
     warehouse: WarehouseOption = None,
+    env: EnvOption = None,
 ) -> None:
     """Retire a source nobody will collect again (a one-off export): the gate stops requiring it to be fresh
     and to cover the window; the reads it logged still count. Collecting it again brings it back."""
     from delta_contracts.ledger import who
     from delta_contracts.telemetry.log import retire_source
 
-    state = _choice(_contracts(contracts), None, None, warehouse).warehouse / "_delta_contracts"
+    state = _choice(_contracts(contracts, env)[1], None, None, warehouse).warehouse / "_delta_contracts"
     try:
         done = retire_source(state, source, reason, who()[0], datetime.now(UTC))
     except ValueError as err:
@@ -291,24 +296,33 @@ def _specs(sources: list[str], *columns: str | None) -> list[SourceSpec]:
         raise typer.Exit(err.exit_code) from None
 
 
-def _contracts(paths: list[Path] | None) -> list[Contract]:
-    """The contracts, when there are any: telemetry also runs on explicitly named objects alone."""
-    from delta_contracts.cli.common import load_valid_contracts
+def _contracts(paths: list[Path] | None, env: str | None) -> tuple[list[Contract], str | None]:
+    """The contracts, when there are any (telemetry also runs on explicitly named objects alone), each named
+    as its table is in the environment `--env` chooses; and that environment."""
+    from delta_contracts.cli.common import chosen_environment, load_valid_contracts
+    from delta_contracts.contract.environments import contract_in_environment
 
     if not paths and not default_paths(None)[0].exists():
-        return []
-    return [loaded.contract for loaded in load_valid_contracts(paths).contracts]
+        return [], chosen_environment(_project(), env)
+    contracts = load_valid_contracts(paths, env)
+    names = contracts.names
+    return [contract_in_environment(c.contract, names) for c in contracts.contracts], contracts.environment
+
+
+def _project() -> LoadedProject:
+    from delta_contracts.contract.load import project_for
+
+    return project_for(Path("contracts") if Path("contracts").exists() else Path("."))
 
 
 def _choice(
-    contracts: list[Contract], engine: str | None, url: str | None, warehouse: Path | None
+    environment: str | None, engine: str | None, url: str | None, warehouse: Path | None
 ) -> EngineChoice:
+    """The engine and warehouse (whose _delta_contracts holds the readers log and the sources' watermarks)
+    of the environment, else of contracts.yml's `engine:`."""
     from delta_contracts.cli.common import choose_engine
-    from delta_contracts.contract.load import project_for
 
-    root = Path("contracts") if Path("contracts").exists() else Path(".")
-    project = project_for(root)
-    return choose_engine(project, engine, url, warehouse)
+    return choose_engine(_project(), engine, url, warehouse, environment=environment)
 
 
 def _engine(choice: EngineChoice) -> Engine:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_OK, PathsArgument
+from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_OK, EnvOption, PathsArgument
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption, _open
 from delta_contracts.contract.errors import plain
 
@@ -35,6 +35,7 @@ def validate_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    env: EnvOption = None,
     fmt: ValidateFormatOption = ValidateFormat.TEXT,
     samples: SamplesOption = 5,
 ) -> None:
@@ -43,12 +44,12 @@ def validate_command(
     from delta_contracts.quality.locate import physical_table
     from delta_contracts.quality.validate import validate_table
 
-    contracts = load_valid_contracts(paths)
+    contracts = load_valid_contracts(paths, env)
     migrations = migrations_root(contracts)
     reports: list[TableReport] = []
     with _open(contracts, engine, url, warehouse) as live:
         for item in contracts.contracts:
-            table = physical_table(item.contract, migrations)
+            table = contracts.names.physical(physical_table(item.contract, migrations))
             print(f"validating {item.contract.id} ({table})", file=sys.stderr)
             reports.append(validate_table(live, item.contract, table, samples=samples))
     render = {

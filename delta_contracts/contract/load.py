@@ -98,6 +98,12 @@ def parse_project(text: str, path: Path) -> LoadedProject:
             bad_rules.append(Problem(loc, f"column_rules[{i}].match", f"invalid regex: {err}", "DC-SCHEMA"))
     if bad_rules:
         raise ContractError(bad_rules)
+    if project.environments or project.promote:
+        from delta_contracts.contract.environment_checks import project_problems
+
+        environment_problems = project_problems(project, source, path.parent)
+        if environment_problems:
+            raise ContractError(environment_problems)
     return LoadedProject(project, path.parent, data, source)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import Field, StrictBool, field_validator
 
+from delta_contracts.contract.environments import Environment, NameMapping
 from delta_contracts.contract.model import (
     Checks,
     Duration,
@@ -121,6 +122,23 @@ class Project(Frozen):
     migrations: str = "migrations"
     engine: EngineSettings = EngineSettings()
     telemetry: TelemetrySettings = TelemetrySettings()
+    # Where the same contracts and migrations are applied (dev, staging, prod), each its own engine settings
+    # (those left out are `engine:`'s) and names; `promote` the order a migration must go through them.
+    environments: dict[str, Environment] = Field(default_factory=dict)
+    promote: tuple[str, ...] = ()
+
+    def names_in(self, environment: str | None) -> NameMapping:
+        """How contract ids become table names in `environment` (the identity for None)."""
+        if environment is None:
+            return NameMapping()
+        return self.environments[environment].mapping(self.engine_settings(environment).name)
+
+    def engine_settings(self, environment: str | None) -> EngineSettings:
+        """The engine settings of `environment` (a declared one), or `engine:` itself for None."""
+        if environment is None:
+            return self.engine
+        overrides = self.environments[environment].engine.model_dump(exclude_unset=True)
+        return EngineSettings.model_validate({**self.engine.model_dump(), **overrides})
 
 
 def find_project_file(start: Path) -> Path | None:

@@ -133,6 +133,21 @@ FIELD_DOCS: dict[str, str] = {
     "project.engine.spark_conf": "Spark settings for the session `--engine spark` starts (a Hive metastore, "
     "Unity Catalog, …): they win over the toolkit's own and over `spark-defaults.conf`; `--conf k=v` wins "
     "over them. Ignored by `local` and `connect`.",
+    "project.environments": "Named places the same contracts and migrations are applied to (dev, staging, "
+    "prod), chosen with `--env NAME` or `DELTA_CONTRACTS_ENV`; each has its own engine settings, warehouse "
+    "(ledger, leases, readers log) and table names. See docs/environments.md.",
+    "project.environments.<name>.engine": "The environment's engine settings; each one left out is "
+    "`engine:`'s.",
+    "project.environments.<name>.engine.name": "`local`, `spark` or `connect` in this environment.",
+    "project.environments.<name>.engine.url": "`sc://host:port` for `connect` in this environment.",
+    "project.environments.<name>.engine.warehouse": "The environment's warehouse folder, relative to "
+    "`contracts.yml`; one per environment (it holds the environment's ledger, leases and readers log).",
+    "project.environments.<name>.engine.ledger": "A catalog table for this environment's apply ledger "
+    "(`spark`/`connect`).",
+    "project.environments.<name>.engine.spark_conf": "Spark settings for this environment's session; replace "
+    "`engine.spark_conf` as a whole.",
+    "project.promote": "The order a migration goes through the environments: `apply --env E` refuses (exit "
+    "2) a migration phase that an environment before E has not finished, unless `--force --reason`.",
     "project.telemetry": "Settings of the deprecation telemetry that the sunset gate of `apply` reads.",
     "project.telemetry.freshness": "How recent every readers-log source's watermark must be for a drop's "
     "gate to open (ISO-8601 duration): a log not collected lately keeps the gate shut.",
@@ -209,6 +224,18 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "project.engine.ledger": "ops.delta_contracts_ledger",
     "project.engine.spark_conf": {"spark.hadoop.hive.metastore.uris": "thrift://metastore:9083"},
     "project.telemetry": {"freshness": "PT6H"},
+    "project.environments": {
+        "dev": {"engine": {"warehouse": "../warehouses/dev"}},
+        "staging": {"engine": {"warehouse": "../warehouses/staging"}, "schema_prefix": "stg_"},
+        "prod": {"engine": {"name": "spark", "ledger": "ops.delta_contracts_ledger"}, "catalog": "prod"},
+    },
+    "project.environments.<name>.engine": {"name": "spark", "warehouse": "../warehouses/prod"},
+    "project.environments.<name>.engine.name": "spark",
+    "project.environments.<name>.engine.url": "sc://prod-cluster:15002",
+    "project.environments.<name>.engine.warehouse": "../warehouses/test",
+    "project.environments.<name>.engine.ledger": "ops.delta_contracts_ledger",
+    "project.environments.<name>.engine.spark_conf": {"spark.sql.shuffle.partitions": "8"},
+    "project.promote": ["dev", "prod"],
 }
 
 _NAMED_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -264,15 +291,21 @@ def _default_text(info: FieldInfo) -> str:
     return f"`{value}`"
 
 
-def _models_in(annotation: Any) -> list[tuple[type[BaseModel], bool]]:
-    """Models nested in an annotation, each with whether it sits in a list (`[]` in the path)."""
-    found: list[tuple[type[BaseModel], bool]] = []
+MAPPING_KEY = "<name>"  # a mapping's key in a field path: `environments.<name>.catalog`
+
+
+def _models_in(annotation: Any) -> list[tuple[type[BaseModel], bool | str]]:
+    """Models nested in an annotation, each with whether it sits in a list (`[]` in the path), or the
+    placeholder of its key when it is a mapping's value (`environments.<name>.engine`)."""
+    found: list[tuple[type[BaseModel], bool | str]] = []
     origin = typing.get_origin(annotation)
     args = typing.get_args(annotation)
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return [(annotation, False)]
     if origin is tuple:
         return [(m, True) for arg in args if arg is not Ellipsis for m, _ in _models_in(arg)]
+    if origin is dict:
+        return [(m, MAPPING_KEY) for m, _ in _models_in(args[1])]
     for arg in args:
         found.extend(_models_in(arg))
     return found
@@ -302,7 +335,8 @@ def field_rows(
         yield FieldRow(path, _type_text(info.annotation), _default_text(info), described, examples)
         for nested, in_list in _models_in(info.annotation):
             if nested not in known:
-                yield from field_rows(nested, f"{path}{'[]' if in_list else ''}.", known)
+                inside = f".{in_list}" if isinstance(in_list, str) else "[]" if in_list else ""
+                yield from field_rows(nested, f"{path}{inside}.", known)
 
 
 def _contract_models() -> frozenset[type[BaseModel]]:

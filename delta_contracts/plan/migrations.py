@@ -16,7 +16,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.errors import InputError
@@ -27,6 +27,9 @@ from delta_contracts.plan.serialize import migration_from_data, migration_to_dat
 from delta_contracts.plan.sqlfile import render_sql_file
 from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.environments import NameMapping
 
 SUM_FILE = "migrations.sum"
 FORMAT = "delta-contracts/migration/v1"
@@ -113,7 +116,9 @@ def verify(folder: Path) -> None:
         raise IntegrityError(sum_path, "total checksum mismatch")
 
 
-def load_history(folder: Path) -> list[StoredMigration]:
+def load_history(folder: Path, names: NameMapping | None = None) -> list[StoredMigration]:
+    """The folder's migrations in order; with `names`, as they run in that environment (every table they
+    name under its mapping, `plan.environment`)."""
     from delta_contracts.contract.model import Contract
 
     history = []
@@ -139,6 +144,10 @@ def load_history(folder: Path) -> list[StoredMigration]:
         except (ValueError, KeyError, TypeError) as err:
             raise IntegrityError(path, f"unreadable migration: {err}") from None
         history.append(stored)
+    if names is not None and not names.identity:
+        from delta_contracts.plan.environment import history_in_environment
+
+        return history_in_environment(history, names)
     return history
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from delta_contracts.errors import InputError
 
 if TYPE_CHECKING:
+    from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.diff.history import ContractVersion
     from delta_contracts.drift import DriftItem
@@ -92,6 +93,9 @@ class Site:
     pages: list[TablePage]
     generated_at: datetime
     sources: dict[str, str] = field(default_factory=dict)  # what was read: ledger, readers log, engine, …
+    environment: str | None = None  # the environment the pages show (`--env`)
+    # contract × environment (`status --all-envs`'s cells), when contracts.yml declares environments
+    matrix: list[dict[str, object]] = field(default_factory=list)
 
 
 def gather(
@@ -101,10 +105,15 @@ def gather(
     engine: Engine | None = None,
     validation: Path | None = None,
     now: datetime | None = None,
+    names: NameMapping | None = None,
 ) -> Site:
+    """`names`: the chosen environment's mapping; the migrations, deprecations and readers are read as that
+    environment names its tables."""
+    from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.load import display_path
     from delta_contracts.diff.history import contract_history
 
+    names = names or NameMapping()
     now = now or datetime.now(UTC)
     state_dir = warehouse / "_delta_contracts"
     entries, ledger_note = _ledger(engine, state_dir)
@@ -117,8 +126,8 @@ def gather(
     pages = []
     for loaded in sorted(contracts, key=lambda c: c.contract.id):
         contract = loaded.contract
-        migrations, error = _migrations(project, contract.id, entries, state_dir, now)
-        drift, live = _live(engine, project, loaded, entries) if engine is not None else (None, None)
+        migrations, error = _migrations(project, contract.id, entries, state_dir, now, names)
+        drift, live = _live(engine, project, loaded, entries, names) if engine is not None else (None, None)
         pages.append(
             TablePage(
                 loaded,
@@ -126,8 +135,8 @@ def gather(
                 contract_history(loaded.path, project),
                 migrations,
                 error,
-                _deprecations(loaded, entries, project),
-                _readers(loaded, rows),
+                _deprecations(loaded, entries, project, names),
+                _readers(loaded, rows, names),
                 drift,
                 live,
                 recorded.get(contract.id.casefold()),
@@ -186,6 +195,7 @@ def _migrations(
     entries: list[LedgerEntry] | None,
     state_dir: Path,
     now: datetime,
+    names: NameMapping,
 ) -> tuple[list[MigrationState], str]:
     from delta_contracts import ledger as lg
     from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
@@ -195,7 +205,7 @@ def _migrations(
     folder = table_folder(project.root / project.project.migrations, contract_id)
     try:
         verify(folder)
-        history = load_history(folder)
+        history = load_history(folder, names)
     except IntegrityError as err:
         return [], str(err)
     freshness = duration(project.project.telemetry.freshness)
@@ -247,7 +257,7 @@ def _migrations(
 
 
 def _deprecations(
-    loaded: LoadedContract, entries: list[LedgerEntry] | None, project: LoadedProject
+    loaded: LoadedContract, entries: list[LedgerEntry] | None, project: LoadedProject, names: NameMapping
 ) -> list[Deprecation]:
     """Deprecated columns and the names a rename left behind; the mark's time from the ledger."""
     from delta_contracts.contract.model import Versioning, duration, semver_tuple
@@ -257,9 +267,9 @@ def _deprecations(
     window = contract.evolution.deprecation_window
     marks: dict[str, datetime] = {}
     if entries is not None:
-        marks = _mark_times(project, contract.id, entries, MarkDeprecated)
+        marks = _mark_times(project, contract.id, entries, MarkDeprecated, names)
     found = []
-    table = contract.id.casefold()
+    table = str(names.physical(contract.table_parts)).casefold()
     for column in contract.columns:
         if column.deprecated is not None:
             name = column.name.casefold()
@@ -280,7 +290,7 @@ def _deprecations(
 
 
 def _mark_times(
-    project: LoadedProject, contract_id: str, entries: list[LedgerEntry], kind: type
+    project: LoadedProject, contract_id: str, entries: list[LedgerEntry], kind: type, names: NameMapping
 ) -> dict[str, datetime]:
     """Column (or deprecated table) -> when the toolkit first set its deprecation mark: the first succeeded
     mark op in the ledger."""
@@ -289,7 +299,7 @@ def _mark_times(
     from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE
 
     try:
-        history = load_history(table_folder(project.root / project.project.migrations, contract_id))
+        history = load_history(table_folder(project.root / project.project.migrations, contract_id), names)
     except IntegrityError:
         return {}
     out: dict[str, datetime] = {}
@@ -308,28 +318,33 @@ def _mark_times(
     return out
 
 
-def _readers(loaded: LoadedContract, rows: list[dict[str, object]]) -> list[ObjectReport]:
+def _readers(loaded: LoadedContract, rows: list[dict[str, object]], names: NameMapping) -> list[ObjectReport]:
     """Readers per deprecated object of this table over time: every logged name of the table (its
     physical versions too) and every object the contract deprecates."""
     import re
 
+    from delta_contracts.contract.environments import contract_in_environment
     from delta_contracts.telemetry.objects import deprecated_in_contract
     from delta_contracts.telemetry.report import build_report
 
-    contract = loaded.contract
+    contract = contract_in_environment(loaded.contract, names)
     table = re.escape(contract.id.casefold())
     mine = re.compile(rf"^{table}(?:__v\d+)?(?:\.[^.]+)?$")
     logged = sorted({str(r["object"]) for r in rows if mine.match(str(r["object"]))})
     objects = list(dict.fromkeys([*deprecated_in_contract(contract), *logged]))
     if not objects:
         return []
-    names = tuple(c.name for c in contract.consumers)
+    consumers = tuple(c.name for c in contract.consumers)
     relevant = [r for r in rows if mine.match(str(r["object"]))]
-    return build_report(relevant, objects, dict.fromkeys(objects, names))
+    return build_report(relevant, objects, dict.fromkeys(objects, consumers))
 
 
 def _live(
-    engine: Engine, project: LoadedProject, loaded: LoadedContract, entries: list[LedgerEntry] | None
+    engine: Engine,
+    project: LoadedProject,
+    loaded: LoadedContract,
+    entries: list[LedgerEntry] | None,
+    names: NameMapping,
 ) -> tuple[list[DriftItem], dict[str, str]]:
     from delta_contracts.apply.status import live_physical
     from delta_contracts.drift import alias_drift, commit_drift, table_drift
@@ -340,14 +355,15 @@ def _live(
 
     contract = loaded.contract
     try:
-        history = load_history(table_folder(project.root / project.project.migrations, contract.id))
-        planned = history[-1].state.physical if history else initial_state(contract).physical
+        history = load_history(table_folder(project.root / project.project.migrations, contract.id), names)
+        planned = history[-1].state.physical if history else names.physical(initial_state(contract).physical)
     except IntegrityError:
-        planned = initial_state(contract).physical
+        planned = names.physical(initial_state(contract).physical)
     views = engine.views()
-    physical = live_physical(contract.table_parts, planned, views, lambda t: engine.describe(t) is not None)
+    alias = names.physical(contract.table_parts)
+    physical = live_physical(alias, planned, views, lambda t: engine.describe(t) is not None)
     table = engine.describe(physical)
-    items = table_drift(contract, table, physical) + alias_drift(contract, physical, views)
+    items = table_drift(contract, table, physical) + alias_drift(contract, physical, views, alias)
     if table is not None:
         name = str(physical)
         known = entries or []

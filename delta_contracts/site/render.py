@@ -5,7 +5,7 @@ script, font or image from anywhere). Every text from a contract, the ledger or 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -99,6 +99,32 @@ def _state(state: str) -> str:
     return f'<span class="state {_STATE_CLASS.get(state, "unknown")}">{escape(state)}</span>'
 
 
+def _matrix(site: Site) -> list[str]:
+    """contract × environment, as `status --all-envs` shows it, when contracts.yml declares environments."""
+    from delta_contracts.apply.status import cell_summary
+
+    if not site.matrix:
+        return []
+    environments = list(dict.fromkeys(str(c["environment"]) for c in site.matrix))
+    by_contract: dict[str, dict[str, Mapping[str, object]]] = {}
+    for cell in site.matrix:
+        by_contract.setdefault(str(cell["contract"]), {})[str(cell["environment"])] = cell
+    rows = [
+        [
+            escape(contract),
+            *(
+                f"{escape(str(row[e].get('table') or ''))}<br>{escape(cell_summary(row[e]))}"
+                if e in row
+                else ""
+                for e in environments
+            ),
+        ]
+        for contract, row in by_contract.items()
+    ]
+    pages = f" (these pages: {escape(site.environment)})" if site.environment else ""
+    return [f"<h2>Environments{pages}</h2>", _table(["contract", *environments], rows)]
+
+
 def render_index(site: Site) -> str:
     rows = []
     for page in site.pages:
@@ -127,6 +153,7 @@ def render_index(site: Site) -> str:
         _table(
             ["table", "version", "owner", "lifecycle", "deprecations", "phases not applied", "readers"], rows
         ),
+        *_matrix(site),
         "<h2>Sources</h2>",
         _table(["what", "from"], [[escape(k), escape(v)] for k, v in site.sources.items()]),
     ]

@@ -8,7 +8,8 @@ boundary of that name), killed_log (where the boundary it died at is appended), 
 first boundary, the lease taken, wait until it exists, so that a racing process meets the lease), engine
 (`local`, the default, or `connect`: a session on the Spark Connect server with delta-spark at `url`, whose
 catalog outlives the process), delta_spark_url (`local`: the Connect server its delta-spark ops go to),
-insert_rows (after applying, load the test rows), before (specs of applies to
+insert_rows (after applying, load the test rows), names (an environment's name mapping: NameMapping's
+fields), before (specs of applies to
 run first in the same process and engine, each of which must succeed). The process exits with apply's exit
 code.
 """
@@ -29,6 +30,7 @@ import pysail.spark  # noqa: F401
 import pyspark.sql.connect.session  # noqa: F401
 
 from delta_contracts.apply import apply
+from delta_contracts.contract.environments import NameMapping
 from delta_contracts.engine import without_grpc_fork_handlers
 from delta_contracts.engine.local import LocalEngine
 from tests.engine.apply_support import insert_rows
@@ -92,6 +94,7 @@ def _apply(engine: Engine, spec: dict[str, Any]) -> int:
         force_reason=spec.get("force_reason"),
         batch_rows=spec.get("batch_rows", 1_000_000),
         on_boundary=boundary,
+        names=NameMapping(**spec["names"]) if spec.get("names") else None,
     )
     if spec.get("insert_rows") and result.exit_code == 0:
         insert_rows(engine, spec["contract"].split(".")[0])

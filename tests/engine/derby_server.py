@@ -47,7 +47,9 @@ def derby_server(home: Path, log: Path, startup_timeout: float = 120.0) -> Itera
             if server.poll() is not None:
                 raise RuntimeError(f"the Derby network server exited ({server.returncode}): {_tail(log)}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the Derby network server did not listen in {startup_timeout}s: {_tail(log)}")
+                raise RuntimeError(
+                    f"the Derby network server did not listen in {startup_timeout} s: {_tail(log)}"
+                )
             time.sleep(0.2)
         yield f"127.0.0.1:{port}"
     finally:

@@ -136,7 +136,7 @@ def test_a_second_process_on_the_embedded_metastore_is_refused_naming_the_lock(p
         f"error: cannot start the spark engine: the catalog is locked: another process has the embedded "
         f"Derby metastore {database} open, and Derby lets one process at a time use it. Run this command "
         "when that one has ended, or give every process that uses this catalog a shared metastore (a Derby "
-        "network server or a Hive metastore service: docs/engines.md, \"A catalog several processes can "
+        'network server or a Hive metastore service: docs/engines.md, "A catalog several processes can '
         'use")'
     ), shown
     assert "Traceback" not in shown and not JVM_NOISE.search(shown), shown

@@ -1,8 +1,8 @@
 """A second process on the catalog of `--engine spark` (tests/engine/test_shared_metastore.py), run as
 `python -m tests.engine.catalog_process ROLE SPEC_JSON` in the project's folder.
 
-`hold`: starts the session `--engine spark` starts for the warehouse (its metastore opened), writes the file
-`ready`, and keeps the session until the file `stop` exists.
+`hold`: starts the session `--engine spark` starts for the warehouse, runs a statement on its catalog (which
+opens the metastore), writes the file `ready`, and keeps the session until the file `stop` exists.
 
 `produce`: a producer's job. It first brings its table to the contract's first version with `apply --to
 1.0.0`, in its own process and session (as a deploy step before the job), then appends rows through the
@@ -27,7 +27,8 @@ MAX_FAILURES = 100  # in a row
 def hold(spec: dict[str, Any]) -> int:
     from delta_contracts.engine.spark import command_line_session
 
-    command_line_session(Path(spec["warehouse"]), {}, {})
+    session = command_line_session(Path(spec["warehouse"]), {}, {})
+    session.sql("SHOW TABLES IN default").collect()  # a command's first statement opens the metastore
     Path(spec["ready"]).touch()
     _wait_for(Path(spec["stop"]))
     return 0

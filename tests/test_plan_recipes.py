@@ -26,6 +26,7 @@ from delta_contracts.plan.ops import (
     SetNotNull,
     SetProperties,
     StampContract,
+    UnlistDeprecated,
     WidenType,
 )
 from delta_contracts.plan.planner import PlanError, plan
@@ -157,8 +158,17 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
         ("drop_not_null", "txn_amt_paise"),
     ]
     contract = [op for op in ops if op.phase is Phase.CONTRACT]
-    assert [op.kind for op in contract] == ["last_catch_up", "close_column", "drop_columns", "drop_check"]
-    last, close, drop, unclose = contract
+    assert [op.kind for op in contract] == [
+        "last_catch_up",
+        "close_column",
+        "drop_columns",
+        "drop_check",
+        "unlist_deprecated",
+    ]
+    last, close, drop, unclose, unlist = contract
+    # the deprecation list names only columns still there (issue 37)
+    assert isinstance(unlist, UnlistDeprecated) and unlist.column == "txn_amt_paise"
+    assert unlist.properties == (("delta_contracts.deprecated.columns", "[]"),)
     assert isinstance(drop, DropColumns) and drop.columns == ("txn_amt_paise",)
     assert drop.gate.objects == ("payments.transactions.txn_amt_paise",)
     assert drop.gate.deprecation_window == "P30D"

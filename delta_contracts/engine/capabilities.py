@@ -216,6 +216,7 @@ LOCAL = EngineCapabilities(
         "drop_feature": Capability(NO_DROP_FEATURE),
         "sync_identity": Capability(NO_SYNC_IDENTITY),
         "mark_deprecated": SAIL_PROPERTIES,
+        "unlist_deprecated": SAIL_PROPERTIES,
         "stamp_contract": SAIL_PROPERTIES,
         "set_clustering": Capability(NO_CLUSTER_BY),
         "add_check": Capability(

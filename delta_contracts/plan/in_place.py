@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -29,6 +30,7 @@ from delta_contracts.plan.building import (
 )
 from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.ops import (
+    DEPRECATED_COLUMNS,
     AddColumn,
     Backfill,
     CloseColumn,
@@ -48,6 +50,7 @@ from delta_contracts.plan.ops import (
     SetNotNull,
     SetProperties,
     SetTableComment,
+    UnlistDeprecated,
     WidenType,
     column_mark_key,
     marked_columns,
@@ -291,7 +294,10 @@ def _new_rules(ctx: _Context, old: Contract, new: Contract, widened: Mapping[str
 def _deprecation_marks(ctx: _Context, old: Contract, new: Contract, going: list[Column]) -> None:
     """Marks accumulate: columns marked by earlier migrations (and maybe still awaiting their drop) stay
     marked with their own since and window; only the newly marked get a mark, starting their own clock."""
-    earlier = marked_columns(ctx.props)
+    # A column's own mark outlives its drop (it is history: when its window started); the list names only
+    # columns the table still has.
+    present = {c.name.casefold() for c in old.columns}
+    earlier = [n for n in marked_columns(ctx.props) if n.casefold() in present]
     previously = {c.name.casefold() for c in old.columns if c.deprecated} | {n.casefold() for n in earlier}
     newly = {c.name for c in going if c.name.casefold() not in previously} | {
         c.name for c in new.columns if c.deprecated and c.name.casefold() not in previously
@@ -412,6 +418,30 @@ def _contract_phase(
                     reason=f"the check that closed {column.name}, which is gone",
                 )
             )
+        _unlist_dropped(ctx, column.name)
+
+
+def _unlist_dropped(ctx: _Context, dropped: str) -> None:
+    """The deprecation list (`delta_contracts.deprecated.columns`) without a column just dropped: readers of
+    the marks (telemetry, the site, adopt, drift) take a listed column for one still on its way out."""
+    listed = ctx.props.get(DEPRECATED_COLUMNS)
+    try:
+        names = json.loads(listed) if listed else []
+    except ValueError:
+        return
+    if not isinstance(names, list) or dropped.casefold() not in {str(n).casefold() for n in names}:
+        return
+    left = json.dumps([str(n) for n in names if str(n).casefold() != dropped.casefold()], ensure_ascii=False)
+    ctx.b.add(
+        UnlistDeprecated(
+            table=ctx.t,
+            phase=Phase.CONTRACT,
+            column=dropped,
+            properties=((DEPRECATED_COLUMNS, left),),
+            reason=f"the deprecation list without {dropped}, which is gone",
+        )
+    )
+    ctx.props[DEPRECATED_COLUMNS] = left
 
 
 def _cost_warnings(ctx: _Context) -> None:

@@ -411,6 +411,44 @@ class MarkDeprecated(SetProperties):
         return "mark deprecated: " + ", ".join(f"{k}={v}" for k, v in self.properties)
 
 
+@dataclass(frozen=True, slots=True)
+class NotListed(TableCondition):
+    """The table's deprecation list does not name the column; a gone table lists nothing."""
+
+    table: TableId
+    column: str
+    when_absent: ClassVar[bool] = True
+
+    def holds_on(self, live: LiveTable) -> bool:
+        try:
+            listed = json.loads(live.properties.get(DEPRECATED_COLUMNS) or "[]")
+        except ValueError:
+            return True  # not a list the toolkit wrote: nothing of it to take out
+        return not isinstance(listed, list) or self.column.casefold() not in {
+            str(n).casefold() for n in listed
+        }
+
+    def describe(self) -> str:
+        return f"{self.table}: {DEPRECATED_COLUMNS} does not list {self.column}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnlistDeprecated(SetProperties):
+    """The deprecation list without a column just dropped (the list as this migration leaves it), right after
+    the drop and only when it ran (the contract ops after a held drop wait). Done once the table's list no
+    longer names the column: when a later migration's mark has set the list meanwhile (this drop was held
+    while the later cutover ran), that list already lacks it and is kept as it is."""
+
+    kind: ClassVar[str] = "unlist_deprecated"
+    column: str
+
+    def postcondition(self) -> Condition:
+        return NotListed(self.table, self.column)
+
+    def summary(self) -> str:
+        return f"unlist deprecated {self.column}: " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StampContract(SetProperties):
     kind: ClassVar[str] = "stamp_contract"

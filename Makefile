@@ -13,9 +13,10 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# delta-spark's jars: resolved once from Maven Central into ~/.cache/delta-contracts, reused offline after.
+# delta-spark's jars and Derby's network server and client (a shared metastore's tests): resolved once from
+# Maven Central into ~/.cache/delta-contracts, reused offline after.
 jars: $(BIN)/.installed
-	$(BIN)/python -m delta_contracts.engine.jars delta-4
+	$(BIN)/python -m delta_contracts.engine.jars delta-4 derby
 
 $(DELTA3_VENV)/.installed: requirements-delta3.txt
 	test -x $(DELTA3_VENV)/bin/python || $(PYTHON) -m venv $(DELTA3_VENV)

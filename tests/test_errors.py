@@ -132,6 +132,7 @@ MEANINGS = {
         "delta_contracts.apply.discard.DiscardRefused",  # discard: exit 2 when it ran
         "delta_contracts.telemetry.sources.SourceError",  # telemetry collect: 2 bad source
         "delta_contracts.engine.spark_session.SparkConfError",  # a bad option
+        "delta_contracts.engine.spark_session.CatalogLocked",  # another process has the embedded metastore
         "delta_contracts.engine.base.EngineChoiceError",  # an engine that cannot start
         "delta_contracts.engine.jars.JarsUnavailable",
         "delta_contracts.engine.state_table.StateTableError",

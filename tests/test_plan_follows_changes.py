@@ -50,6 +50,7 @@ PRODUCERS: dict[str, set[str]] = {
     "close_column": {"DC-BC102"},
     "drop_columns": {"DC-DS103", "DC-BC102"},
     "purge_dropped_columns": {"DC-DS103", "DC-BC102"},  # the dropped columns' values left in the files
+    "unlist_deprecated": {"DC-DS103", "DC-BC102"},  # the list of marks without the dropped columns
     # a versioned table changed in place: its alias view shows the new columns, then loses the dropped ones
     "create_view": {*ADDED, "DC-MF106", "DC-DS103", "DC-BC102"},
 }

@@ -26,6 +26,7 @@ from delta_contracts.plan.ops import (
     SetNotNull,
     SetProperties,
     StampContract,
+    UnlistDeprecated,
     WidenType,
 )
 from delta_contracts.plan.planner import PlanError, plan
@@ -162,10 +163,14 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
         "close_column",
         "drop_columns",
         "drop_check",
+        "unlist_deprecated",
         "purge_dropped_columns",
     ]
-    last, close, drop, unclose, purge = contract
+    last, close, drop, unclose, unlist, purge = contract
     assert purge.table == drop.table and getattr(purge, "columns", ()) == ("txn_amt_paise",)
+    # the deprecation list names only columns still there (issue 37)
+    assert isinstance(unlist, UnlistDeprecated) and unlist.column == "txn_amt_paise"
+    assert unlist.properties == (("delta_contracts.deprecated.columns", "[]"),)
     assert isinstance(drop, DropColumns) and drop.columns == ("txn_amt_paise",)
     assert drop.gate.objects == ("payments.transactions.txn_amt_paise",)
     assert drop.gate.deprecation_window == "P30D"

@@ -14,8 +14,8 @@ from delta_contracts.errors import ExitCode
 if TYPE_CHECKING:
     from delta_contracts.apply.lease import LeaseHeld
     from delta_contracts.apply.promotion import Promotion
-    from delta_contracts.contract.environments import NameMapping
     from delta_contracts.apply.runner import OpReport, Runner, TableRun
+    from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
     from delta_contracts.plan.ops import Phase

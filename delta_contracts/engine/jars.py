@@ -69,36 +69,43 @@ def _has_delta(jars: list[Path]) -> bool:
 
 
 def pom_text(artifacts: DeltaArtifacts) -> str:
+    return _pom(f"delta-jars-{artifacts.target}", [(artifacts.group, artifacts.artifact, artifacts.version)])
+
+
+def _pom(name: str, dependencies: list[tuple[str, str, str]]) -> str:
+    listed = "".join(
+        f"""
+    <dependency>
+      <groupId>{group}</groupId>
+      <artifactId>{artifact}</artifactId>
+      <version>{version}</version>
+    </dependency>"""
+        for group, artifact, version in dependencies
+    )
     return f"""<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>dev.delta-contracts</groupId>
-  <artifactId>delta-jars-{artifacts.target}</artifactId>
+  <artifactId>{name}</artifactId>
   <version>1</version>
   <packaging>pom</packaging>
-  <dependencies>
-    <dependency>
-      <groupId>{artifacts.group}</groupId>
-      <artifactId>{artifacts.artifact}</artifactId>
-      <version>{artifacts.version}</version>
-    </dependency>
+  <dependencies>{listed}
   </dependencies>
 </project>
 """
 
 
-def resolve_with_maven(target: str = "delta-4") -> Path:
-    """Copy the target's Delta jars into its cache folder with Maven; the folder is reused afterwards."""
-    folder = cache_folder(target)
-    if _has_delta(_jars_in(folder)):
+def _maven_copy(pom: str, folder: Path, groups: str, what: str, wanted: str) -> Path:
+    """Copy the jars of `groups` that the pom's dependencies need into `folder` with Maven, unless a jar whose
+    name starts with `wanted` is there already; the folder is reused afterwards."""
+    if any(p.name.startswith(wanted) for p in _jars_in(folder)):
         return folder
     mvn = shutil.which("mvn")
     if mvn is None:
         raise JarsUnavailable("Maven (mvn) is not on the PATH")
-    artifacts = TARGETS[target]
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="delta-jars-") as work:
-        pom = Path(work) / "pom.xml"
-        pom.write_text(pom_text(artifacts), encoding="utf-8")
+        pom_file = Path(work) / "pom.xml"
+        pom_file.write_text(pom, encoding="utf-8")
         staging = Path(work) / "jars"
         done = subprocess.run(
             [
@@ -106,20 +113,18 @@ def resolve_with_maven(target: str = "delta-4") -> Path:
                 "-q",
                 "-B",
                 "-f",
-                str(pom),
+                str(pom_file),
                 "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}",
-                f"-DincludeGroupIds={DELTA_GROUPS}",
+                f"-DincludeGroupIds={groups}",
             ],
             capture_output=True,
             text=True,
             check=False,
         )
-        if done.returncode != 0 or not _has_delta(_jars_in(staging)):
+        if done.returncode != 0 or not any(p.name.startswith(wanted) for p in _jars_in(staging)):
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-            raise JarsUnavailable(
-                f"Maven could not fetch {artifacts.coordinates}: " + " | ".join(tail or ["no output"])
-            )
+            raise JarsUnavailable(f"Maven could not fetch {what}: " + " | ".join(tail or ["no output"]))
         # A complete folder appears at once: a crash mid-copy leaves no half-filled cache.
         tmp_final = folder.with_name(folder.name + ".tmp")
         shutil.rmtree(tmp_final, ignore_errors=True)
@@ -127,6 +132,14 @@ def resolve_with_maven(target: str = "delta-4") -> Path:
         shutil.rmtree(folder, ignore_errors=True)
         os.replace(tmp_final, folder)
     return folder
+
+
+def resolve_with_maven(target: str = "delta-4") -> Path:
+    """Copy the target's Delta jars into its cache folder with Maven; the folder is reused afterwards."""
+    artifacts = TARGETS[target]
+    return _maven_copy(
+        pom_text(artifacts), cache_folder(target), DELTA_GROUPS, artifacts.coordinates, "delta-spark"
+    )
 
 
 def delta_jars(target: str = "delta-4") -> list[Path] | None:
@@ -145,6 +158,45 @@ def delta_jars(target: str = "delta-4") -> list[Path] | None:
         return None  # no Maven here: Spark's Ivy resolution of the same coordinates
 
 
+# Derby's network client and server, for a metastore several processes share (docs/engines.md). PySpark
+# ships Derby's embedded engine and tools (derby, derbyshared, derbytools) but neither the client driver nor
+# the network server; they are fetched in the version PySpark ships, which the Hive client is built against.
+DERBY_GROUP = "org.apache.derby"
+DERBY_FALLBACK_VERSION = "10.16.1.1"  # PySpark 4.x's
+
+
+def pyspark_derby_version() -> str:
+    """The Derby version of the jars PySpark ships (`pyspark/jars/derby-<version>.jar`), found without
+    importing PySpark."""
+    from importlib.util import find_spec
+
+    spec = find_spec("pyspark")
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        for jar in sorted((Path(location) / "jars").glob("derby-*.jar")):
+            return jar.stem.removeprefix("derby-")
+    return DERBY_FALLBACK_VERSION
+
+
+def derby_jars(version: str | None = None) -> Path:
+    """A folder holding Derby's client driver (derbyclient) and network server (derbynet, with the derby,
+    derbyshared and derbytools jars it runs with), fetched once with Maven into the cache."""
+    chosen = version or pyspark_derby_version()
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "delta-contracts")
+    pom = _pom(
+        f"derby-jars-{chosen}",
+        [(DERBY_GROUP, "derbyclient", chosen), (DERBY_GROUP, "derbynet", chosen)],
+    )
+    folder = root / "jars" / f"derby-{chosen}"
+    _maven_copy(pom, folder, DERBY_GROUP, f"{DERBY_GROUP}:derbyclient:{chosen}", "derbyclient")
+    return folder
+
+
+def derby_client_jar(version: str | None = None) -> Path:
+    """Derby's network client driver (`org.apache.derby.jdbc.ClientDriver`), for a metastore URL
+    `jdbc:derby://host:port/…`."""
+    return next(p for p in _jars_in(derby_jars(version)) if p.name.startswith("derbyclient"))
+
+
 def availability(target: str = "delta-4") -> tuple[bool, str]:
     """Whether a local delta-spark session can start here, and why not when it cannot."""
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
@@ -157,15 +209,19 @@ def availability(target: str = "delta-4") -> tuple[bool, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m delta_contracts.engine.jars [TARGET…]`: fill the jar cache (the Makefile runs this)."""
+    """`python -m delta_contracts.engine.jars [TARGET…]`: fill the jar cache (the Makefile runs this); the
+    target `derby` fetches Derby's network client and server (a shared metastore, docs/engines.md)."""
     targets = (argv if argv is not None else sys.argv[1:]) or ["delta-4"]
     for target in targets:
         try:
-            folder = resolve_with_maven(target)
+            if target == "derby":
+                folder, what = derby_jars(), f"{DERBY_GROUP}:derbynet:{pyspark_derby_version()}"
+            else:
+                folder, what = resolve_with_maven(target), TARGETS[target].coordinates
         except JarsUnavailable as err:
             print(f"error: {target}: {err}", file=sys.stderr)
             return err.exit_code
-        print(f"{target}: {TARGETS[target].coordinates} -> {folder} ({len(_jars_in(folder))} jars)")
+        print(f"{target}: {what} -> {folder} ({len(_jars_in(folder))} jars)")
     return 0
 
 

@@ -95,6 +95,7 @@ from delta_contracts.plan.ops import (
     SetTableComment,
     StampContract,
     SyncIdentity,
+    UnlistDeprecated,
     WidenType,
 )
 from delta_contracts.plan.purge import PurgeDroppedColumns, ReorgPurge
@@ -448,6 +449,7 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
         ),
         SetProperties: SAIL_PROPERTIES_OP,
         MarkDeprecated: SAIL_PROPERTIES_OP,
+        UnlistDeprecated: SAIL_PROPERTIES_OP,
         StampContract: SAIL_PROPERTIES_OP,
         DropFeature: LocalOp(Capability(NO_DROP_FEATURE)),
         SyncIdentity: LocalOp(Capability(NO_SYNC_IDENTITY), reshape=unchanged_shape),

@@ -172,6 +172,7 @@ def jvm_output_to(log: Path | None) -> Iterator[None]:
 def command_line_session(warehouse: Path, project: Mapping[str, str], command_line: Mapping[str, str]) -> Any:
     """The session `--engine spark` starts when there is no active one: its catalog persists with the
     warehouse unless the user configures another (see `engine.spark_session`)."""
+    from delta_contracts.engine.jars import derby_client_jar
     from delta_contracts.engine.spark_session import (
         read_spark_defaults,
         session_settings,
@@ -182,9 +183,54 @@ def command_line_session(warehouse: Path, project: Mapping[str, str], command_li
     defaults = read_spark_defaults(found) if found is not None else {}
     ours = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **delta_jar_settings()}
     settings = session_settings(
-        ours, warehouse, defaults=defaults, project=project, command_line=command_line
+        ours,
+        warehouse,
+        defaults=defaults,
+        project=project,
+        command_line=command_line,
+        derby_client=derby_client_jar,
     )
-    return _start_session("delta-contracts", settings, warehouse / "_delta_contracts" / JVM_LOG)
+    session = _start_session("delta-contracts", settings, warehouse / "_delta_contracts" / JVM_LOG)
+    open_catalog(session, {**defaults, **settings})
+    return session
+
+
+def open_catalog(session: Any, settings: Mapping[str, str]) -> None:
+    """Open a Hive catalog's metastore now: one that cannot be opened then stops the command before it does
+    anything, with the reason, and not at its first statement with a 48-line traceback whose reason (Derby's)
+    is only in derby.log. A locked embedded metastore (another process has it open) is `CatalogLocked`; the
+    session is stopped either way."""
+    from delta_contracts.engine.spark_session import (
+        CATALOG_IMPLEMENTATION,
+        CatalogLocked,
+        catalog_locked,
+        embedded_metastore,
+        metastore_url,
+    )
+
+    if str(session.conf.get(CATALOG_IMPLEMENTATION, "in-memory")) != "hive":
+        return  # Spark's in-memory catalog, or one the user plugged in: nothing to open
+    try:
+        session.sql("SHOW NAMESPACES IN spark_catalog").collect()
+    except spark_statement_errors() as err:
+        causes = java_causes(err)
+        session.stop()
+        if catalog_locked("\n".join(causes)):
+            raise CatalogLocked(embedded_metastore(settings)) from None
+        url = metastore_url(settings)
+        where = f" ({url})" if url else ""
+        raise EngineError(f"the catalog's metastore{where} cannot be opened: {causes[-1]}") from None
+
+
+def java_causes(err: BaseException) -> list[str]:
+    """A Spark error's Java exception and its causes, outermost first, each as `class: message` (Derby's own
+    also carry their SQLState: `ERROR XSDB6: …`); the Python error's first line when it has no Java side."""
+    texts: list[str] = []
+    throwable = getattr(err, "_origin", None)  # classic PySpark keeps the Py4J Throwable there
+    while throwable is not None and len(texts) < 50:
+        texts.append(" ".join(str(throwable.toString()).split()))
+        throwable = throwable.getCause()
+    return texts or [one_line(err)]
 
 
 # Error conditions (Spark's error classes) that mean "no Delta table by that name"; any other error is real.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -29,6 +30,7 @@ from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.change_set import ChangeSet, read_changes
 from delta_contracts.plan.in_place_columns import added_column, kept_column, tighten_not_null
 from delta_contracts.plan.ops import (
+    DEPRECATED_COLUMNS,
     AddColumn,
     Backfill,
     CloseColumn,
@@ -45,6 +47,7 @@ from delta_contracts.plan.ops import (
     SetColumnDefault,
     SetProperties,
     SetTableComment,
+    UnlistDeprecated,
     WidenType,
     column_mark_key,
     marked_columns,
@@ -290,7 +293,12 @@ def _deprecation_marks(ctx: _Context, changes: ChangeSet, new: Contract, going: 
     """Marks accumulate: columns marked by earlier migrations (and maybe still awaiting their drop) stay
     marked with their own since and window; only the newly marked (going, or DC-LC701) get a mark, starting
     their own clock. The mark lists every column the new contract deprecates."""
-    earlier = {n.casefold() for n in marked_columns(ctx.props)}
+    # A column's own mark outlives its drop (it is history: when its window started); the list, and "marked
+    # earlier", name only columns the table still has, not one dropped before (or dropped and added again).
+    arriving = {c.name.casefold() for c in changes.added} | {n.name.casefold() for _, n in changes.renamed}
+    present = {c.name.casefold() for c in new.columns} - arriving | {c.name.casefold() for c in going}
+    still_marked = [n for n in marked_columns(ctx.props) if n.casefold() in present]
+    earlier = {n.casefold() for n in still_marked}
     newly = {c.name for c in going if c.deprecated is None and c.name.casefold() not in earlier} | {
         c.name for c in changes.newly_deprecated if c.name.casefold() not in earlier
     }
@@ -298,7 +306,7 @@ def _deprecation_marks(ctx: _Context, changes: ChangeSet, new: Contract, going: 
         return
     deprecated = sorted(
         {
-            *marked_columns(ctx.props),
+            *still_marked,
             *(c.name for c in going),
             *(c.name for c in new.columns if c.deprecated),
         },
@@ -418,10 +426,34 @@ def _contract_phase(
                     reason=f"the check that closed {column.name}, which is gone",
                 )
             )
+        _unlist_dropped(ctx, column.name)
     if going:
         dropped = tuple(column.name for column in going)
         why = "a column drop leaves the column's values in the data files"
         ctx.b.add(PurgeDroppedColumns(table=ctx.t, phase=Phase.CONTRACT, columns=dropped, reason=why))
+
+
+def _unlist_dropped(ctx: _Context, dropped: str) -> None:
+    """The deprecation list (`delta_contracts.deprecated.columns`) without a column just dropped: readers of
+    the marks (telemetry, the site, adopt, drift) take a listed column for one still on its way out."""
+    listed = ctx.props.get(DEPRECATED_COLUMNS)
+    try:
+        names = json.loads(listed) if listed else []
+    except ValueError:
+        return
+    if not isinstance(names, list) or dropped.casefold() not in {str(n).casefold() for n in names}:
+        return
+    left = json.dumps([str(n) for n in names if str(n).casefold() != dropped.casefold()], ensure_ascii=False)
+    ctx.b.add(
+        UnlistDeprecated(
+            table=ctx.t,
+            phase=Phase.CONTRACT,
+            column=dropped,
+            properties=((DEPRECATED_COLUMNS, left),),
+            reason=f"the deprecation list without {dropped}, which is gone",
+        )
+    )
+    ctx.props[DEPRECATED_COLUMNS] = left
 
 
 def _cost_warnings(ctx: _Context) -> None:

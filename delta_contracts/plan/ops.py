@@ -369,6 +369,36 @@ class DropFeature(Op):
         return f"drop feature {self.feature}"
 
 
+@dataclass(frozen=True, slots=True)
+class MarksSet(TableCondition):
+    """The table carries the deprecation marks: each property as set, and a list naming each of its columns
+    the table still has; a column dropped since (`UnlistDeprecated` took it out) need not be named, so a
+    finished migration applied again finds its mark done instead of listing a gone column again."""
+
+    table: TableId
+    properties: tuple[tuple[str, str], ...]
+
+    def holds_on(self, live: LiveTable) -> bool:
+        present = {c.name.casefold() for c in live.columns}
+        for key, value in self.properties:
+            if key != DEPRECATED_COLUMNS:
+                if live.properties.get(key) != value:
+                    return False
+                continue
+            try:
+                wanted = {str(n).casefold() for n in json.loads(value)}
+                have = {str(n).casefold() for n in json.loads(live.properties.get(key) or "[]")}
+            except (ValueError, TypeError):
+                return False
+            if not (wanted & present) <= have:
+                return False
+        return True
+
+    def describe(self) -> str:
+        pairs = ", ".join(f"{k} = {v}" for k, v in self.properties)
+        return f"{self.table} has the deprecation marks ({pairs}), of columns it still has"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MarkDeprecated(SetProperties):
     """Records in TBLPROPERTIES which columns (or the whole table) are on their way out, and since when."""
@@ -402,13 +432,51 @@ class MarkDeprecated(SetProperties):
 
     def postcondition(self) -> Condition:
         # A retired table may already be gone (its gated drop ran): then there is nothing left to mark.
-        marks = PropertiesSet(self.table, self.properties)
+        marks = MarksSet(self.table, self.properties)
         if (DEPRECATED_TABLE, "true") in self.properties:
             return AnyOf((TableAbsent(self.table), marks))
         return marks
 
     def summary(self) -> str:
         return "mark deprecated: " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+
+@dataclass(frozen=True, slots=True)
+class NotListed(TableCondition):
+    """The table's deprecation list does not name the column; a gone table lists nothing."""
+
+    table: TableId
+    column: str
+    when_absent: ClassVar[bool] = True
+
+    def holds_on(self, live: LiveTable) -> bool:
+        try:
+            listed = json.loads(live.properties.get(DEPRECATED_COLUMNS) or "[]")
+        except ValueError:
+            return True  # not a list the toolkit wrote: nothing of it to take out
+        return not isinstance(listed, list) or self.column.casefold() not in {
+            str(n).casefold() for n in listed
+        }
+
+    def describe(self) -> str:
+        return f"{self.table}: {DEPRECATED_COLUMNS} does not list {self.column}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnlistDeprecated(SetProperties):
+    """The deprecation list without a column just dropped (the list as this migration leaves it), right after
+    the drop and only when it ran (the contract ops after a held drop wait). Done once the table's list no
+    longer names the column: when a later migration's mark has set the list meanwhile (this drop was held
+    while the later cutover ran), that list already lacks it and is kept as it is."""
+
+    kind: ClassVar[str] = "unlist_deprecated"
+    column: str
+
+    def postcondition(self) -> Condition:
+        return NotListed(self.table, self.column)
+
+    def summary(self) -> str:
+        return f"unlist deprecated {self.column}: " + ", ".join(f"{k}={v}" for k, v in self.properties)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

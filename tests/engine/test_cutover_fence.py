@@ -91,7 +91,7 @@ def test_in_place_rename_drop_catches_up_the_old_column(spark_engine: Engine) ->
     contract = apply_until(spark_engine, migration, lambda op: op.phase is Phase.CONTRACT)
     # an old producer, after the cutover: only the old column
     write_rows(spark_engine, state.physical, [{**LATE_ROW, "legacy_channel": "kiosk"}])
-    last, close, drop, unclose = contract
+    last, close, drop, unclose, *after_drop = contract  # then the list of marks and the purge
     assert isinstance(last, LastCatchUp) and isinstance(drop, DropColumns)
     assert isinstance(close, CloseColumn) and isinstance(unclose, DropCheck)
     spark_engine.apply_op(last)
@@ -101,7 +101,7 @@ def test_in_place_rename_drop_catches_up_the_old_column(spark_engine: Engine) ->
         spark_engine.apply_op(close)
     assert refused.value.count == 1
     spark_engine.apply_op(last)  # apply runs it again (the gate holds all three) before the drop
-    for op in (close, drop, unclose):
+    for op in (close, drop, unclose, *after_drop):
         spark_engine.apply_op(op)
     from sqlglot import exp
 

@@ -20,5 +20,7 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='p
 -- [4] drop columns legacy_channel (column removed or renamed in the contract)
 -- gate: after P30D since delta_contracts.deprecated.column.legacy_channel was set and zero readers of payments.transactions.legacy_channel in the last P14D (or --force --reason)
 ALTER TABLE `payments`.`transactions` DROP COLUMNS (`legacy_channel`);
--- [5] purge dropped columns legacy_channel from the data files (a column drop leaves the column's values in the data files)
+-- [5] unlist deprecated legacy_channel: delta_contracts.deprecated.columns=[] (the deprecation list without legacy_channel, which is gone)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='[]');
+-- [6] purge dropped columns legacy_channel from the data files (a column drop leaves the column's values in the data files)
 REORG TABLE `payments`.`transactions` APPLY (PURGE);

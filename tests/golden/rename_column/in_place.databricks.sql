@@ -61,5 +61,7 @@ ALTER TABLE `payments`.`transactions` DROP COLUMNS (`txn_amt_paise`);
 -- the session setting back to its default (spark.databricks.delta.alterTable.changeColumn.checkExpressions):
 SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = true;
 ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `dc_txn_amt_paise_closed`;
--- [18] purge dropped columns txn_amt_paise from the data files (a column drop leaves the column's values in the data files)
+-- [18] unlist deprecated txn_amt_paise: delta_contracts.deprecated.columns=[] (the deprecation list without txn_amt_paise, which is gone)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='[]');
+-- [19] purge dropped columns txn_amt_paise from the data files (a column drop leaves the column's values in the data files)
 REORG TABLE `payments`.`transactions` APPLY (PURGE);

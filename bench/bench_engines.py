@@ -26,7 +26,7 @@ def timed(step: Callable[[], Any]) -> tuple[float, Any]:
 
 def create_examples(engine: Any) -> int:
     from delta_contracts.contract.load import contract_files, load_contract
-    from delta_contracts.create import create_table
+    from delta_contracts.tables.create import create_table
 
     files = contract_files([REPO / "contracts"])
     for path in files:

@@ -10,8 +10,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from delta_contracts.tableid import TableId as TableId  # re-exported: modules import it from here too
-
 # What legacy protocol versions (no feature lists) imply, as the Delta protocol defines them (delta-spark's
 # Protocol.implicitlySupportedFeatures; DESCRIBE DETAIL lists them as the table's features).
 _WRITER_2 = frozenset({"appendOnly", "invariants"})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import date
 
-from delta_contracts.adopt import baseline, contract_data, literal_value
 from delta_contracts.contract.model import Contract
 from delta_contracts.live import LiveColumn, LiveTable
+from delta_contracts.tables.adopt import baseline, contract_data, literal_value
 from delta_contracts.target import Target
 
 

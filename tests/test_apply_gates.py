@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from delta_contracts.apply.gates import under_later_names
-from delta_contracts.ledger import LedgerEntry, Status
+from delta_contracts.state.ledger import LedgerEntry, Status
 
 
 def _rename(old: str, new: str, status: Status = Status.SUCCEEDED) -> LedgerEntry:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_contracts.apply.lease import (
+from delta_contracts.state.lease import (
     Lease,
     LeaseHeld,
     LeaseLost,
@@ -73,7 +73,7 @@ def test_dead_holder_is_taken_over(tmp_path: Path) -> None:
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from delta_contracts.apply.lease import _schema
+    from delta_contracts.state.lease import _schema
 
     dead = replace(holder_row, owner="dead-runner", pid=dead_pid, sequence=holder_row.sequence + 1)
     write_deltalake(
@@ -116,7 +116,7 @@ def test_first_acquires_race_on_a_fresh_lease_table(tmp_path: Path) -> None:
 HOLD = """
 import os, sys
 from pathlib import Path
-from delta_contracts.apply.lease import Lease
+from delta_contracts.state.lease import Lease
 lease = Lease(Path(sys.argv[1]), "t").acquire()
 print(os.getpid(), flush=True)
 if sys.argv[2] == "hold":
@@ -189,7 +189,7 @@ def test_a_holder_from_before_a_reboot_is_gone_whatever_its_pid(tmp_path: Path) 
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from delta_contracts.apply.lease import _schema
+    from delta_contracts.state.lease import _schema
 
     here = this_process()
     assert here is not None
@@ -241,7 +241,7 @@ def test_a_lease_table_of_an_older_version_gets_the_new_column(tmp_path: Path) -
     import pyarrow as pa
     from deltalake import DeltaTable
 
-    from delta_contracts.apply.lease import _schema
+    from delta_contracts.state.lease import _schema
 
     older = pa.schema([f for f in _schema() if f.name != "process"])
     DeltaTable.create(str(tmp_path / "leases"), schema=older)

@@ -59,7 +59,7 @@ def test_the_walk_finds_the_package_errors() -> None:
     assert {
         "delta_contracts.contract.errors.ContractError",
         "delta_contracts.engine.retry.CommitConflict",
-        "delta_contracts.apply.lease.LeaseHeld",
+        "delta_contracts.state.lease.LeaseHeld",
         "delta_contracts.telemetry.workers._TooSlow",
     } <= names
     assert len(names) >= 25
@@ -135,7 +135,7 @@ MEANINGS = {
         "delta_contracts.engine.spark_session.CatalogLocked",  # another process has the embedded metastore
         "delta_contracts.engine.base.EngineChoiceError",  # an engine that cannot start
         "delta_contracts.engine.jars.JarsUnavailable",
-        "delta_contracts.engine.state_table.StateTableError",
+        "delta_contracts.state.state_table.StateTableError",
         "delta_contracts.plan.ops.UnknownOpKind",  # a migration file naming no known op
         "delta_contracts.tableid.BadTableId",  # a table name that is no schema.table
     ],
@@ -150,16 +150,16 @@ MEANINGS = {
     ],
     "finding": [
         "delta_contracts.plan.building.PlanError",  # plan: a change refused as declared
-        "delta_contracts.create.ContractMismatchError",  # create: 1 differs
-        "delta_contracts.create.PendingMigrationError",
+        "delta_contracts.tables.create.ContractMismatchError",  # create: 1 differs
+        "delta_contracts.tables.create.PendingMigrationError",
         "delta_contracts.quality.enforce.ContractViolationError",  # validate: 1 a rule fails
         "delta_contracts.quality.write.ContractTableMissingError",  # ... or a table is missing
         "delta_contracts.quality.read.PinNotServedError",
     ],
     "held": [
         "delta_contracts.errors.TableHeldError",
-        "delta_contracts.apply.lease.LeaseHeld",  # apply: 3 another runner holds the table
-        "delta_contracts.apply.lease.LeaseLost",
+        "delta_contracts.state.lease.LeaseHeld",  # apply: 3 another runner holds the table
+        "delta_contracts.state.lease.LeaseLost",
     ],
 }
 

@@ -13,7 +13,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from delta_contracts.adopt import contract_data
 from delta_contracts.cli import app
 from delta_contracts.contract.model import Contract
 from delta_contracts.diff import diff
@@ -31,6 +30,7 @@ from delta_contracts.plan.ops import (
 from delta_contracts.plan.planner import plan
 from delta_contracts.plan.render import render
 from delta_contracts.plan.serialize import migration_from_data, migration_to_data
+from delta_contracts.tables.adopt import contract_data
 from delta_contracts.target import Target
 from tests.engine.features import contracts
 

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlglot import exp
 
-from delta_contracts.engine.hold import HOLD, SHORTEST_HOLD, ProducerHold, held_until
+from delta_contracts.engine.hold import SHORTEST_HOLD, ProducerHold, held_until
+from delta_contracts.marks import HOLD
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_contracts.cli import app
-from delta_contracts.ledger import Ledger, LedgerEntry, Status
 from delta_contracts.plan.migrations import load_history, table_folder
+from delta_contracts.state.ledger import Ledger, LedgerEntry, Status
 from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark
 from tests.browser import load_pages
 

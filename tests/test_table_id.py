@@ -177,7 +177,7 @@ JOINS_ALLOWED = {
     "delta_contracts/sql/names.py": 1,  # a parsed SQL table's name, folded for matching query logs
     "delta_contracts/engine/spark_sql_names.py": 2,  # names in Spark's parsed plans
     "delta_contracts/engine/spark_describe.py": 1,  # nested clustering column paths
-    "delta_contracts/drift.py": 1,  # the name a view's SQL reads, as written
+    "delta_contracts/tables/drift.py": 1,  # the name a view's SQL reads, as written
     "delta_contracts/contract/environment_checks.py": 1,  # a pydantic error's field path, not a table id
 }
 _JOIN = re.compile(r"""["']\.["']\.join\(""")

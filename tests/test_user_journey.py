@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
-from delta_contracts.ledger import Ledger, LedgerEntry
 from delta_contracts.plan.migrations import load_history, table_folder
+from delta_contracts.state.ledger import Ledger, LedgerEntry
 from delta_contracts.tableid import TableId
 from tests.test_user_messages import build_held_cutover
 

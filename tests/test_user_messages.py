@@ -206,9 +206,9 @@ def test_dry_run_shows_pre_checks_as_sql_or_words(iot: Path) -> None:
 
 def test_every_condition_is_described_in_words() -> None:
     """No condition kind, nor a table condition an op defines, is shown as its Python repr."""
-    from delta_contracts.live import TableId
     from delta_contracts.plan import conditions as c
     from delta_contracts.plan.ops import FeatureAbsent
+    from delta_contracts.tableid import TableId
 
     t = TableId(("iot", "sensor_readings__v1"))
     every = [
@@ -250,9 +250,9 @@ def test_a_refused_pre_check_shows_its_sample_rows_as_json() -> None:
     from decimal import Decimal
 
     from delta_contracts.engine.base import PreconditionFailed
-    from delta_contracts.live import TableId
     from delta_contracts.plan.conditions import NoRowsWhere
     from delta_contracts.plan.ops import DropTable, Gate, Phase
+    from delta_contracts.tableid import TableId
 
     table = TableId(("iot", "sensor_readings__v1"))
     drop = DropTable(
@@ -272,7 +272,7 @@ def test_a_refused_pre_check_shows_its_sample_rows_as_json() -> None:
 
 def test_apply_shows_a_version_only_for_an_op_that_committed_it(iot: Path) -> None:
     from delta_contracts.engine.local import LocalEngine
-    from delta_contracts.live import TableId
+    from delta_contracts.tableid import TableId
 
     tables = [TableId(("iot", f"sensor_readings__v{n}")) for n in (2, 3)]
     with LocalEngine(iot / "warehouse") as engine:

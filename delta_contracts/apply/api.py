@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from delta_contracts.errors import ExitCode
 
 if TYPE_CHECKING:
-    from delta_contracts.apply.lease import LeaseHeld
     from delta_contracts.apply.promotion import Promotion
     from delta_contracts.apply.runner import OpReport, Runner, TableRun
     from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
     from delta_contracts.plan.ops import Phase
+    from delta_contracts.state.lease import LeaseHeld
 
 # The codes `ApplyResult.exit_code` gives, under the names the API has always offered.
 EXIT_DONE, EXIT_FAILED = ExitCode.OK, ExitCode.FAILED
@@ -145,11 +145,11 @@ def _apply_table(
     promotion: Promotion | None = None,
 ) -> None:
     """One table's pending migrations, its outcome added to `result`."""
-    from delta_contracts.apply.lease import LeaseHeld, LeaseLost
     from delta_contracts.apply.runner import ApplyRefused
-    from delta_contracts.engine.state_table import StateTableError
     from delta_contracts.paths import OutsideRoot
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.state.lease import LeaseHeld, LeaseLost
+    from delta_contracts.state.state_table import StateTableError
 
     try:
         folder = table_folder(root, contract)
@@ -185,8 +185,8 @@ def _apply_table(
 def break_lease(engine: Engine, contract: str, reason: str) -> str | None:
     """Free `contract`'s table from the runner holding its lease, recording who and why in the ledger; the
     holder's description, or None when nobody held it."""
-    from delta_contracts import ledger as lg
-    from delta_contracts.apply.lease import Lease
+    from delta_contracts.state import ledger as lg
+    from delta_contracts.state.lease import Lease
 
     holder = Lease(engine.state_dir, contract).break_lease(reason)
     if holder is None:

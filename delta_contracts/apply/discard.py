@@ -13,16 +13,15 @@ from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
-    from delta_contracts.ledger import Ledger
     from delta_contracts.plan.migrations import StoredMigration
     from delta_contracts.plan.ops import Op
+    from delta_contracts.state.ledger import Ledger
 
 
 def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reason: str) -> list[str]:
     """Accept the migration files of `contract` as they are now: rewrite its `migrations.sum` and record the
     new checksum of every applied migration that changed, in `ledger` (or the one in a state folder). Returns
     the migration ids rehashed."""
-    from delta_contracts import ledger as lg
     from delta_contracts.plan.migrations import (
         SUM_FILE,
         compute_sum,
@@ -31,6 +30,7 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
         table_folder,
         write_atomically,
     )
+    from delta_contracts.state import ledger as lg
 
     folder = table_folder(Path(migrations), contract)
     write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
@@ -94,7 +94,6 @@ def discard(
     cutover has only created and filled its new `<table>__v<major>`, which nobody reads or writes yet; that
     table is dropped (with `engine`). The removal is recorded in the ledger, whose rows of the migration are
     retracted by it (`ledger.current`): the table and the ledger are as if it had never been planned."""
-    from delta_contracts import ledger as lg
     from delta_contracts.plan.migrations import (
         SUM_FILE,
         compute_sum,
@@ -103,6 +102,7 @@ def discard(
         verify,
         write_atomically,
     )
+    from delta_contracts.state import ledger as lg
 
     folder = Path(migrations) / contract
     verify(folder)
@@ -159,8 +159,8 @@ def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigrati
     """The tables the migration's work so far is confined to — tables it created itself, before any cutover
     served them — or DiscardRefused when any of its work reached a table readers or producers use (or one
     that stood before it). Empty when nothing of it ran."""
-    from delta_contracts import ledger as lg
     from delta_contracts.plan.ops import CreateTable, Phase, StampContract
+    from delta_contracts.state import ledger as lg
 
     rows = [e for e in entries if (e.contract, e.migration_id) == (contract, stored.migration_id)]
     # An attempt that failed without a commit (a pre-check refused it) touched nothing.

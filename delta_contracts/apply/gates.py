@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from delta_contracts.ledger import LedgerEntry, Status
 from delta_contracts.live import Commit
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Gate, MarkDeprecated, Op
+from delta_contracts.state.ledger import LedgerEntry, Status
 from delta_contracts.telemetry.names import Names
 
 # Ledger statuses of an op that left its properties set (`created`: made by `create`).

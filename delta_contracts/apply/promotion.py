@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from delta_contracts import ledger as lg
 from delta_contracts.apply.status import pending_migrations
 from delta_contracts.contract.environments import NameMapping
 from delta_contracts.plan.migrations import StoredMigration, load_history, table_folder
+from delta_contracts.state import ledger as lg
 
 if TYPE_CHECKING:
     from delta_contracts.apply.runner import Runner

@@ -15,7 +15,6 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from delta_contracts import ledger as lg
 from delta_contracts.apply.gates import (
     canonical_gate_objects,
     evaluate,
@@ -23,7 +22,6 @@ from delta_contracts.apply.gates import (
     mark_in_commits,
     under_later_names,
 )
-from delta_contracts.apply.lease import Lease
 from delta_contracts.apply.reports import (
     ApplyOptions,
     Attempt,
@@ -39,8 +37,11 @@ from delta_contracts.apply.schedule import Schedule, Verdict
 from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
 from delta_contracts.engine.row_moves import BatchDone
 from delta_contracts.errors import InputError
+from delta_contracts.marks import STAMP_VERSION
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import STAMP_VERSION, Op
+from delta_contracts.plan.ops import Op
+from delta_contracts.state import ledger as lg
+from delta_contracts.state.lease import Lease
 from delta_contracts.telemetry.names import Names
 
 # Importers of the runner find what it reports here, as before.

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from delta_contracts import ledger as lg
-from delta_contracts.live import TableId
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES
+from delta_contracts.state import ledger as lg
+from delta_contracts.tableid import TableId
 
 
 @dataclass(frozen=True, slots=True)

@@ -159,7 +159,6 @@ def _adopt(
     """Write one contract and its baseline; True when lint found something to fix."""
     import yaml
 
-    from delta_contracts.adopt import baseline, contract_data
     from delta_contracts.contract.errors import ContractError
     from delta_contracts.contract.lint import lint
     from delta_contracts.contract.load import parse_contract
@@ -169,6 +168,7 @@ def _adopt(
         write_atomically,
         write_migration,
     )
+    from delta_contracts.tables.adopt import baseline, contract_data
 
     table = live.describe(found.physical)
     assert table is not None

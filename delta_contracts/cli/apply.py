@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult
     from delta_contracts.apply.runner import OpReport
     from delta_contracts.cli.common import ContractSet
-    from delta_contracts.ledger import Ledger, LedgerEntry
+    from delta_contracts.state.ledger import Ledger, LedgerEntry
 
 TableOption = Annotated[
     list[str] | None, typer.Option("--table", help="Contract/table id to apply (repeatable). Default: all.")
@@ -68,8 +68,8 @@ def _ledger(
     with no engine started, or the catalog table contracts.yml names for `spark`/`connect` (through it)."""
     from delta_contracts.cli.common import choose_engine
     from delta_contracts.cli.tables import _open
-    from delta_contracts.engine.state_table import StateTableError
-    from delta_contracts.ledger import Ledger
+    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.state_table import StateTableError
 
     choice = choose_engine(contracts.project, engine, url, warehouse, conf or (), contracts.environment)
     try:
@@ -326,7 +326,7 @@ def history_command(
     """The apply ledger, newest first: migration, phase, op, status, the Delta version it committed, user,
     duration, reason; and each op a run left at its shut gate, with what it waits for."""
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.ledger import Status
+    from delta_contracts.state.ledger import Status
 
     contracts = load_valid_contracts([contracts_path], env)
     with _ledger(contracts, engine, url, warehouse, conf) as ledger:
@@ -359,7 +359,7 @@ def _entry_json(entry: LedgerEntry) -> dict[str, object]:
 
 
 def _history_line(e: LedgerEntry) -> str:
-    from delta_contracts.ledger import Status
+    from delta_contracts.state.ledger import Status
 
     took = ""
     if e.started_at is not None and e.ended_at is not None:
@@ -438,14 +438,14 @@ def discard_command(
     dropped. The fixed contract is then planned again at the same version. Exit 2 when it reached the
     table."""
     from delta_contracts.apply import DiscardRefused, discard
-    from delta_contracts.apply.lease import Lease
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.cli.tables import _open
     from delta_contracts.contract.load import display_path
     from delta_contracts.engine.base import EngineError
     from delta_contracts.errors import TableHeldError
-    from delta_contracts.ledger import Ledger
     from delta_contracts.plan.migrations import IntegrityError
+    from delta_contracts.state.lease import Lease
+    from delta_contracts.state.ledger import Ledger
 
     contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)

@@ -85,8 +85,8 @@ def _unapplied(contracts: ContractSet) -> list[dict[str, object]]:
 
 def _waiting(contracts: ContractSet) -> dict[tuple[object, object], str]:
     """What the latest run left each migration waiting for (the ledger's `held` rows), per environment."""
-    from delta_contracts.engine.state_table import StateTableError
-    from delta_contracts.ledger import Ledger, Status
+    from delta_contracts.state.ledger import Ledger, Status
+    from delta_contracts.state.state_table import StateTableError
 
     settings = contracts.project.project.engine_settings(contracts.environment)
     if settings.name != "local" and settings.ledger is not None:

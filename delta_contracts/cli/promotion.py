@@ -16,7 +16,7 @@ from delta_contracts.cli.common import EXIT_INPUT, ContractSet
 
 if TYPE_CHECKING:
     from delta_contracts.apply.promotion import Promotion
-    from delta_contracts.ledger import Ledger
+    from delta_contracts.state.ledger import Ledger
 
 
 @contextmanager
@@ -43,7 +43,7 @@ def _ledger_of(contracts: ContractSet, name: str, engines: ExitStack) -> Ledger:
     from delta_contracts.cli.common import choose_engine
     from delta_contracts.contract.errors import first_line
     from delta_contracts.engine.select import open_engine
-    from delta_contracts.ledger import Ledger
+    from delta_contracts.state.ledger import Ledger
 
     choice = choose_engine(contracts.project, None, None, None, (), name)
     if choice.ledger is None:

@@ -25,10 +25,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from delta_contracts.contract.model import Contract
-    from delta_contracts.drift import DriftItem
     from delta_contracts.engine.base import Engine
-    from delta_contracts.ledger import LedgerEntry
-    from delta_contracts.live import LiveTable, TableId
+    from delta_contracts.live import LiveTable
+    from delta_contracts.state.ledger import LedgerEntry
+    from delta_contracts.tableid import TableId
+    from delta_contracts.tables.drift import DriftItem
 
 EngineOption = Annotated[
     str | None,
@@ -96,8 +97,8 @@ def _open(
 
 def _ledger_entries(live: Engine) -> list[LedgerEntry]:
     """Every ledger row; an unreadable ledger ends the command (exit 2) with its name and why."""
-    from delta_contracts.engine.state_table import StateTableError
-    from delta_contracts.ledger import Ledger
+    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.state_table import StateTableError
 
     try:
         return Ledger(live.ledger_table()).entries()
@@ -132,10 +133,10 @@ def _contract_live_table_is_at(
     why they wait (the ledger's `held` rows), as information."""
     from delta_contracts.apply.status import pending_migrations
     from delta_contracts.cli.common import migrations_root
-    from delta_contracts.drift import DriftItem
-    from delta_contracts.ledger import Status
+    from delta_contracts.marks import STAMP_VERSION
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
-    from delta_contracts.plan.ops import STAMP_VERSION
+    from delta_contracts.state.ledger import Status
+    from delta_contracts.tables.drift import DriftItem
 
     folder = table_folder(migrations_root(contracts), contract.id)
     try:
@@ -181,8 +182,8 @@ def create_command(
 ) -> None:
     """Create each contract's Delta table, or verify an existing one. Exit 1 when it differs."""
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.create import ContractMismatchError, PendingMigrationError, create_table
     from delta_contracts.engine.base import EngineError
+    from delta_contracts.tables.create import ContractMismatchError, PendingMigrationError, create_table
 
     contracts = load_valid_contracts(paths, env)
     target = contracts.project.project.target
@@ -252,9 +253,15 @@ def drift_command(
     the migration is reported as pending, with why it waits: pending is not drift."""
     from delta_contracts.apply.status import live_physical
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.drift import DriftItem, alias_drift, commit_drift, compatibility_drift, table_drift
-    from delta_contracts.ledger import claimed
     from delta_contracts.quality.read import unreadable_view
+    from delta_contracts.state.ledger import claimed
+    from delta_contracts.tables.drift import (
+        DriftItem,
+        alias_drift,
+        commit_drift,
+        compatibility_drift,
+        table_drift,
+    )
 
     contracts = load_valid_contracts(paths, env)
     report: list[dict[str, object]] = []
@@ -364,10 +371,10 @@ def status_rows(
     """`status`'s row per contract in the contract set's environment."""
     from delta_contracts.apply.status import live_physical, pending_migrations
     from delta_contracts.cli.common import migrations_root
-    from delta_contracts.drift import compatibility_drift, write_target
+    from delta_contracts.marks import STAMP_VERSION
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
-    from delta_contracts.plan.ops import STAMP_VERSION
     from delta_contracts.quality.read import unreadable_view
+    from delta_contracts.tables.drift import compatibility_drift, write_target
 
     root = migrations_root(contracts)
     rows: list[dict[str, object]] = []
@@ -447,9 +454,9 @@ def _print_status(rows: list[dict[str, object]], fmt: OutputFormat) -> None:
 
 def _adopted_at(contracts: ContractSet, contract: Contract) -> int:
     """The table version before which commits predate the contract (an adopted table's), else -1."""
-    from delta_contracts.adopt import adopted_at_version
     from delta_contracts.cli.common import migrations_root
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+    from delta_contracts.tables.adopt import adopted_at_version
 
     try:
         history = load_history(table_folder(migrations_root(contracts), contract.id), contracts.names)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
     from delta_contracts.engine.select import EngineChoice
-    from delta_contracts.ledger import LedgerEntry
+    from delta_contracts.state.ledger import LedgerEntry
     from delta_contracts.telemetry.sources import SourceSpec
 
 telemetry_app = typer.Typer(
@@ -272,7 +272,7 @@ def retire_command(
 ) -> None:
     """Retire a source nobody will collect again (a one-off export): the gate stops requiring it to be fresh
     and to cover the window; the reads it logged still count. Collecting it again brings it back."""
-    from delta_contracts.ledger import who
+    from delta_contracts.state.ledger import who
     from delta_contracts.telemetry.log import retire_source
 
     state = _choice(_contracts(contracts, env)[1], None, None, warehouse).warehouse / "_delta_contracts"
@@ -365,8 +365,8 @@ def _since(text: str | None) -> datetime | None:
 
 def _ledger_rows(state: Path) -> list[LedgerEntry]:
     """The ledger's rows in a state folder; none when there is no ledger (or it cannot be read)."""
-    from delta_contracts.engine.state_table import StateTableError
-    from delta_contracts.ledger import Ledger
+    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.state_table import StateTableError
 
     try:
         return Ledger(state).entries()

@@ -11,9 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
-from delta_contracts.engine.state_table import PathStateTable, StateTable
 from delta_contracts.errors import FailedError, InputError
-from delta_contracts.live import Commit, LiveTable, TableId
+from delta_contracts.live import Commit, LiveTable
 from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
@@ -26,6 +25,8 @@ from delta_contracts.plan.conditions import (
     holds,
 )
 from delta_contracts.plan.ops import Op
+from delta_contracts.state.state_table import PathStateTable, StateTable
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.row_moves import RowMover

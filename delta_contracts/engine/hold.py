@@ -26,10 +26,10 @@ from datetime import UTC, datetime, timedelta
 
 from sqlglot import exp
 
-from delta_contracts.live import TableId
+from delta_contracts.marks import HOLD
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
-HOLD = "delta_contracts.hold"
 SHORTEST_HOLD = 30.0  # seconds: a statement's run and a producer's next check of the stamp, with room
 HOLD_PER_RUN = 3.0  # a hold lasts this many times the last lost attempt, at least SHORTEST_HOLD
 

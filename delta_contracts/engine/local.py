@@ -40,11 +40,12 @@ from delta_contracts.engine.local_ops import LOCAL, LOCAL_OPS, create_statement
 from delta_contracts.engine.local_routes import TableFacts
 from delta_contracts.engine.rewrite import StepHook
 from delta_contracts.engine.row_moves import RowMover
-from delta_contracts.live import Commit, LiveTable, TableId
+from delta_contracts.live import Commit, LiveTable
 from delta_contracts.paths import OutsideRoot, inside
 from delta_contracts.plan.ops import AddCheck, CreateTable, Op
 from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 STATE_DIR = "_delta_contracts"
 

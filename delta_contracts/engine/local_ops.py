@@ -67,7 +67,6 @@ from delta_contracts.engine.local_routes import (
 from delta_contracts.engine.op_table import OpTable
 from delta_contracts.engine.rewrite import INTERNAL_PROPERTIES, TableShape
 from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
-from delta_contracts.live import TableId
 from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import (
     AddCheck,
@@ -101,6 +100,7 @@ from delta_contracts.plan.ops import (
 from delta_contracts.plan.purge import PurgeDroppedColumns, ReorgPurge
 from delta_contracts.plan.render import build, render
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
 
 if TYPE_CHECKING:

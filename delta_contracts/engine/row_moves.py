@@ -27,10 +27,11 @@ from sqlglot import exp
 
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.errors import FailedError
-from delta_contracts.live import LiveTable, TableId
+from delta_contracts.live import LiveTable
 from delta_contracts.plan.ops import CopyRows, Op
 from delta_contracts.plan.render import build
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 MovingOp = TypeVar("MovingOp", bound=Op)
 

@@ -25,11 +25,12 @@ from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark_describe import TableInformation, TableProperties
 from delta_contracts.engine.spark_ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
-from delta_contracts.engine.state_table import CatalogStateTable, StateTable
-from delta_contracts.live import Commit, LiveColumn, LiveTable, TableId, commits_from_history
+from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
+from delta_contracts.state.state_table import CatalogStateTable, StateTable
+from delta_contracts.tableid import TableId
 
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
 # Session settings that change what our statements do, pinned for each of them whatever the cluster's

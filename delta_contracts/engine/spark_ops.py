@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from delta_contracts.engine.capabilities import Capability, EngineCapabilities, How, Route
 from delta_contracts.engine.op_table import OpTable
 from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
-from delta_contracts.live import TableId
 from delta_contracts.plan.catch_up import (
     CatchUpRows,
     CatchUpStrategy,
@@ -32,6 +31,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
 
 if TYPE_CHECKING:

@@ -7,11 +7,8 @@ from dataclasses import dataclass, field
 from delta_contracts.contract.model import Column, Contract, Versioning, semver_tuple
 from delta_contracts.contract.types import canonical, parse_type
 from delta_contracts.errors import ExitCode, FailedError
-from delta_contracts.live import TableId
+from delta_contracts.marks import STAMP_CONTRACT, STAMP_ID, STAMP_SCHEMA_HASH, STAMP_VERSION
 from delta_contracts.plan.ops import (
-    STAMP_ID,
-    STAMP_SCHEMA_HASH,
-    STAMP_VERSION,
     AddCheck,
     ColumnSpec,
     CreateTable,
@@ -22,8 +19,9 @@ from delta_contracts.plan.ops import (
     StampContract,
 )
 from delta_contracts.plan.rules import CheckRule, contract_rules, schema_hash
-from delta_contracts.plan.stamp import STAMP_CONTRACT, contract_stamp
+from delta_contracts.plan.stamp import contract_stamp
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")

@@ -41,10 +41,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from sqlglot import exp
 
-from delta_contracts.live import Commit, TableId
+from delta_contracts.live import Commit
 from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, TableAbsent, TableExists
 from delta_contracts.plan.ops import CopyRows, Op, Phase, copy_precondition
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract

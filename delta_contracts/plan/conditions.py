@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from delta_contracts.live import Commit, LiveTable, TableId
+from delta_contracts.live import Commit, LiveTable
 from delta_contracts.sql.normalize import same_expression
+from delta_contracts.tableid import TableId
 
 
 class TableCondition(ABC):

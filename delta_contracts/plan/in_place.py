@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.diff.compare import Comparison
-from delta_contracts.live import TableId
+from delta_contracts.marks import DEPRECATED_COLUMNS, column_mark_key, marked_columns
 from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
     COLUMN_MAPPING,
@@ -30,7 +30,6 @@ from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.change_set import ChangeSet, read_changes
 from delta_contracts.plan.in_place_columns import added_column, kept_column, tighten_not_null
 from delta_contracts.plan.ops import (
-    DEPRECATED_COLUMNS,
     AddColumn,
     Backfill,
     CloseColumn,
@@ -49,12 +48,11 @@ from delta_contracts.plan.ops import (
     SetTableComment,
     UnlistDeprecated,
     WidenType,
-    column_mark_key,
-    marked_columns,
 )
 from delta_contracts.plan.purge import PurgeDroppedColumns
 from delta_contracts.plan.rules import not_null_rule
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 
 # What `delta.enableTypeWidening` adds to the protocol on Delta 4, and on Delta 3.2/3.3 (TableFeature.scala).

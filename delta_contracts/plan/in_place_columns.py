@@ -8,7 +8,6 @@ from dataclasses import replace
 
 from delta_contracts.contract.model import Column
 from delta_contracts.contract.types import canonical
-from delta_contracts.live import TableId
 from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
     TYPE_WIDENING,
@@ -33,6 +32,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.rules import not_null_rule
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import NO_SET_NOT_NULL, Target
 
 Enable = Callable[[tuple[str, str], str], None]

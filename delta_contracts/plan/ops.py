@@ -16,7 +16,14 @@ from types import MappingProxyType
 from typing import ClassVar
 
 from delta_contracts.errors import DeltaContractsError, InputError
-from delta_contracts.live import LiveTable, TableId
+from delta_contracts.live import LiveTable
+from delta_contracts.marks import (
+    DEPRECATED_COLUMNS,
+    DEPRECATED_SINCE,
+    DEPRECATED_TABLE,
+    STAMP_VERSION,
+    column_mark_key,
+)
 from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
@@ -40,6 +47,7 @@ from delta_contracts.plan.conditions import (
     TableExists,
     ViewDefined,
 )
+from delta_contracts.tableid import TableId
 
 
 class Phase(StrEnum):
@@ -50,36 +58,6 @@ class Phase(StrEnum):
 
 
 PHASES = (Phase.EXPAND, Phase.POPULATE, Phase.CUTOVER, Phase.CONTRACT)
-
-STAMP_ID = "delta_contracts.id"
-STAMP_VERSION = "delta_contracts.version"
-STAMP_SCHEMA_HASH = "delta_contracts.schema_hash"
-DEPRECATED_COLUMNS = "delta_contracts.deprecated.columns"
-DEPRECATED_SINCE = "delta_contracts.deprecated.since"
-DEPRECATED_TABLE = "delta_contracts.deprecated.table"
-
-
-DEPRECATED_COLUMN_PREFIX = "delta_contracts.deprecated.column."
-
-
-def column_mark_key(column: str) -> str:
-    """The property holding one column's own deprecation mark (`{"since": …, "window": …}`)."""
-    return DEPRECATED_COLUMN_PREFIX + column
-
-
-def marked_columns(properties: Mapping[str, str]) -> tuple[str, ...]:
-    """The columns a table's properties mark deprecated (the list, and the per-column marks)."""
-    names = {
-        k.removeprefix(DEPRECATED_COLUMN_PREFIX) for k in properties if k.startswith(DEPRECATED_COLUMN_PREFIX)
-    }
-    raw = properties.get(DEPRECATED_COLUMNS)
-    if raw:
-        try:
-            listed = json.loads(raw)
-        except ValueError:
-            listed = []
-        names |= {n for n in listed if isinstance(n, str)}
-    return tuple(sorted(names))
 
 
 @dataclass(frozen=True, slots=True)

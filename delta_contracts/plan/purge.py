@@ -16,12 +16,13 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.generator import Generator
 
-from delta_contracts.live import Commit, TableId
+from delta_contracts.live import Commit
 from delta_contracts.plan.conditions import AllOf, ColumnAbsent, Condition, HistoryCondition
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import build
 from delta_contracts.sql import expressions as x
 from delta_contracts.sql.dialect import DIALECT
+from delta_contracts.tableid import TableId
 
 
 class ReorgPurge(exp.Expression):

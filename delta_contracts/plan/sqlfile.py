@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 from sqlglot import exp
 
-from delta_contracts.live import TableId
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
 from delta_contracts.plan.ops import (
@@ -31,6 +30,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.render import render, session_settings, setting_statement
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 
 PHASE_HEADINGS = {

@@ -13,7 +13,6 @@ from typing import Any
 
 from delta_contracts.contract.model import Contract
 
-STAMP_CONTRACT = "delta_contracts.contract"
 _TABLE_FIELDS = {"owner", "consumers", "tags", "quality", "evolution"}
 _COLUMN_FIELDS = {"tags", "pii", "deprecated"}
 

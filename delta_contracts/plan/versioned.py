@@ -8,7 +8,7 @@ from delta_contracts.contract.model import Contract, IdentityGeneration, Version
 from delta_contracts.contract.pairing import ColumnPairing
 from delta_contracts.contract.types import canonical, lossless_cast
 from delta_contracts.diff.compare import Comparison
-from delta_contracts.live import TableId
+from delta_contracts.marks import DEPRECATED_TABLE
 from delta_contracts.plan.building import (
     NOT_KEPT,
     Builder,
@@ -47,6 +47,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.rules import contract_rules
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 
 ROW_TRACKING = "delta.enableRowTracking"
@@ -166,7 +167,7 @@ def plan_versioned(
         DropTable(
             table=retired,
             phase=Phase.CONTRACT,
-            gate=gate_for(new, [str(retired)], "delta_contracts.deprecated.table"),
+            gate=gate_for(new, [str(retired)], DEPRECATED_TABLE),
             left_behind=left_behind(retired, new_physical, fence.mapping, fence.key),
             reason="old version, after the window",
         )

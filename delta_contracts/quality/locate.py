@@ -6,9 +6,9 @@ from pathlib import Path
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.errors import InputError
-from delta_contracts.live import TableId
 from delta_contracts.plan.migrations import StoredMigration, load_history, table_folder
 from delta_contracts.plan.planner import initial_state
+from delta_contracts.tableid import TableId
 
 
 class ContractNotFoundError(InputError, LookupError):

@@ -23,11 +23,12 @@ from sqlglot import exp
 from delta_contracts.contract.model import Contract, semver_tuple
 from delta_contracts.contract.types import canonical
 from delta_contracts.errors import FailedError, InputError
-from delta_contracts.live import LiveTable, TableId
-from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE, STAMP_VERSION
+from delta_contracts.live import LiveTable
+from delta_contracts.marks import DEPRECATED_COLUMNS, DEPRECATED_TABLE, STAMP_VERSION
 from delta_contracts.quality.locate import history_of
 from delta_contracts.quality.rules import duration
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine

@@ -20,9 +20,9 @@ from typing import Any
 
 from sqlglot import exp
 
-from delta_contracts.live import TableId
 from delta_contracts.quality.rules import RowRule
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 # Helper columns of the sample query; the prefix keeps them apart from the table's own columns.
 _PREFIX = "__dc_sample_"

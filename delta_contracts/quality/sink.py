@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF
-from delta_contracts.live import TableId
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine

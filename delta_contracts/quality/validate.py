@@ -18,10 +18,11 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
-from delta_contracts.live import LiveTable, TableId
+from delta_contracts.live import LiveTable
 from delta_contracts.quality.rules import RowRule, duration, row_rules
 from delta_contracts.quality.samples import build_sample_query
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine

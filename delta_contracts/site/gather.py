@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.diff.history import ContractVersion
-    from delta_contracts.drift import DriftItem
     from delta_contracts.engine.base import Engine
-    from delta_contracts.ledger import LedgerEntry
+    from delta_contracts.state.ledger import LedgerEntry
+    from delta_contracts.tables.drift import DriftItem
     from delta_contracts.telemetry.report import ObjectReport
 
 APPLIED, PENDING, WAITING, FAILED, NOT_NEEDED, UNKNOWN = (
@@ -146,8 +146,8 @@ def gather(
 
 
 def _ledger(engine: Engine | None, state_dir: Path) -> tuple[list[LedgerEntry] | None, str]:
-    from delta_contracts.engine.state_table import StateTableError
-    from delta_contracts.ledger import Ledger
+    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.state_table import StateTableError
 
     if engine is not None:
         table = engine.ledger_table()
@@ -197,10 +197,10 @@ def _migrations(
     now: datetime,
     names: NameMapping,
 ) -> tuple[list[MigrationState], str]:
-    from delta_contracts import ledger as lg
     from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
     from delta_contracts.contract.model import duration, semver_tuple
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.state import ledger as lg
 
     folder = table_folder(project.root / project.project.migrations, contract_id)
     try:
@@ -295,8 +295,8 @@ def _mark_times(
     """Column (or deprecated table) -> when the toolkit first set its deprecation mark: the first succeeded
     mark op in the ledger."""
     from delta_contracts.apply.gates import marked_at
+    from delta_contracts.marks import DEPRECATED_COLUMNS, DEPRECATED_TABLE
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
-    from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE
 
     try:
         history = load_history(table_folder(project.root / project.project.migrations, contract_id), names)
@@ -347,11 +347,11 @@ def _live(
     names: NameMapping,
 ) -> tuple[list[DriftItem], dict[str, str]]:
     from delta_contracts.apply.status import live_physical
-    from delta_contracts.drift import alias_drift, commit_drift, table_drift
-    from delta_contracts.ledger import claimed
+    from delta_contracts.marks import STAMP_VERSION
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
-    from delta_contracts.plan.ops import STAMP_VERSION
     from delta_contracts.plan.planner import initial_state
+    from delta_contracts.state.ledger import claimed
+    from delta_contracts.tables.drift import alias_drift, commit_drift, table_drift
 
     contract = loaded.contract
     try:

@@ -77,7 +77,7 @@ class Names:
     @classmethod
     def load(cls, where: Path | Any) -> Names:
         """From the ledger in a state dir (`<state_dir>/ledger`) or a ledger state table; empty when none."""
-        from delta_contracts.ledger import Ledger
+        from delta_contracts.state.ledger import Ledger
 
         try:
             return cls.from_ledger(Ledger(where).entries())

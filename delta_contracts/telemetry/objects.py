@@ -18,8 +18,8 @@ from delta_contracts.telemetry.names import Names
 if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
-    from delta_contracts.ledger import LedgerEntry
     from delta_contracts.live import LiveTable
+    from delta_contracts.state.ledger import LedgerEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +63,7 @@ def deprecated_in_contract(contract: Contract) -> list[str]:
 def _live_unmarked(live: Mapping[str, LiveTable] | None) -> set[str]:
     """The live tables that carry no deprecation mark of the whole table: the version readers get now, or
     one a planned migration has not deprecated yet (its cutover's mark never ran)."""
-    from delta_contracts.plan.ops import DEPRECATED_TABLE
+    from delta_contracts.marks import DEPRECATED_TABLE
 
     return {
         name.casefold()
@@ -74,7 +74,7 @@ def _live_unmarked(live: Mapping[str, LiveTable] | None) -> set[str]:
 
 def deprecated_in_live(name: str, live: LiveTable) -> list[str]:
     """The objects a live table's deprecation marks name (`name` is how the contracts call the table)."""
-    from delta_contracts.plan.ops import DEPRECATED_COLUMNS, DEPRECATED_TABLE
+    from delta_contracts.marks import DEPRECATED_COLUMNS, DEPRECATED_TABLE
 
     table = name.casefold()
     found = []
@@ -93,8 +93,8 @@ def deprecated_in_live(name: str, live: LiveTable) -> list[str]:
 def unmarked_in_ledger(entries: Iterable[LedgerEntry]) -> set[str]:
     """The tables the ledger says the toolkit made (created, or renamed to) and never marked deprecated as a
     whole: an older version's table whose cutover's mark has not run is not deprecated yet."""
-    from delta_contracts.ledger import DONE, Status
-    from delta_contracts.plan.ops import DEPRECATED_TABLE
+    from delta_contracts.marks import DEPRECATED_TABLE
+    from delta_contracts.state.ledger import DONE, Status
 
     made: set[str] = set()
     marked: set[str] = set()

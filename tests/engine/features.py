@@ -23,10 +23,11 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.live import LiveTable, TableId
+from delta_contracts.live import LiveTable
 from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.planner import plan
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 from tests.engine.recipe_run import create_schema
 

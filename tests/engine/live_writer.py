@@ -29,7 +29,8 @@ from typing import Any
 from pyspark.sql.connect.session import SparkSession
 from sqlglot import exp
 
-from delta_contracts.engine.hold import HOLD, held_until
+from delta_contracts.engine.hold import held_until
+from delta_contracts.marks import HOLD
 from delta_contracts.sql import expressions as x
 
 ROWS_PER_COMMIT = 2

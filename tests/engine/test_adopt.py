@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from delta_contracts.cli import app
 from delta_contracts.contract.load import contract_files, load_contract
-from delta_contracts.create import create_table
 from delta_contracts.diff import diff
 from delta_contracts.plan.planner import plan
+from delta_contracts.tables.create import create_table
 from delta_contracts.target import Target
 
 pytestmark = pytest.mark.engine

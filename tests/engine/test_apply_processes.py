@@ -20,8 +20,8 @@ import pytest
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
 from delta_contracts.engine.spark import JVM_LOG
-from delta_contracts.ledger import DONE, Ledger, Status
 from delta_contracts.plan.migrations import load_history
+from delta_contracts.state.ledger import DONE, Ledger, Status
 from tests.engine.apply_child import fork_server, forked_main
 from tests.engine.apply_support import ROWS, fingerprint, orders_migrations
 from tests.engine.conftest import JVM, SKIP_SPARK
@@ -202,7 +202,7 @@ def test_killed_at_every_boundary_converges_to_an_uninterrupted_run(
     assert finished and max(finished.values()) == 1  # no op recorded as done twice
     reference_done = Counter((e.migration_id, e.op_index) for e in ran if e.status in DONE)
     assert Counter((m, i) for _, m, i in finished) == reference_done  # every op finished, as in one run
-    from delta_contracts.apply.lease import Lease
+    from delta_contracts.state.lease import Lease
 
     leases = Lease(warehouse / "_delta_contracts", contract)._snapshot().to_pyarrow_table().to_pylist()
     takeovers = [r for r in leases if r["table"] == contract and r["action"] == "takeover"]

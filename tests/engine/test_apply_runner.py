@@ -10,10 +10,10 @@ import pytest
 from delta_contracts.apply import apply, rehash
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.apply.status import pending_migrations
-from delta_contracts.drift import commit_drift
 from delta_contracts.engine.base import Engine
-from delta_contracts.ledger import Ledger, Status, claimed
 from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
+from delta_contracts.state.ledger import Ledger, Status, claimed
+from delta_contracts.tables.drift import commit_drift
 from tests.engine.apply_support import fingerprint, insert_rows, orders_migrations, with_schema
 
 pytestmark = pytest.mark.engine
@@ -219,7 +219,7 @@ def test_status_after_create_and_through_the_alias_view(local_engine: Engine, tm
     """A table `create` made at 3.0.0 has no pending past; the live table is the one behind the alias view."""
     from delta_contracts.apply.status import live_physical
     from delta_contracts.contract.load import load_contract
-    from delta_contracts.create import create_table
+    from delta_contracts.tables.create import create_table
     from tests.engine.apply_support import REPO
 
     root, contract = orders_migrations(tmp_path)

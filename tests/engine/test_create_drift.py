@@ -13,12 +13,12 @@ import pytest
 
 from delta_contracts.contract.load import contract_files, load_contract
 from delta_contracts.contract.model import Contract
-from delta_contracts.create import ContractMismatchError, create_table
-from delta_contracts.drift import commit_drift, table_drift
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
-from delta_contracts.ledger import Ledger, claimed
 from delta_contracts.plan.planner import initial_state
+from delta_contracts.state.ledger import Ledger, claimed
+from delta_contracts.tables.create import ContractMismatchError, create_table
+from delta_contracts.tables.drift import commit_drift, table_drift
 from tests.engine.conftest import location_of
 
 pytestmark = pytest.mark.engine
@@ -168,7 +168,7 @@ def test_a_second_process_sees_tables_and_views(tmp_path: Path) -> None:
 
 
 def test_versioned_table_needs_its_alias_view(local_or_spark: Engine) -> None:
-    from delta_contracts.drift import alias_drift
+    from delta_contracts.tables.drift import alias_drift
 
     contract = renamed(EXAMPLES["sales.orders"])
     create_table(local_or_spark, contract)

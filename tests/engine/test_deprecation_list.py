@@ -10,7 +10,8 @@ import json
 import pytest
 
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan.ops import DEPRECATED_COLUMNS, Phase, UnlistDeprecated
+from delta_contracts.marks import DEPRECATED_COLUMNS
+from delta_contracts.plan.ops import Phase, UnlistDeprecated
 from delta_contracts.plan.planner import plan
 from delta_contracts.target import Target
 from tests.engine.recipe_run import ROWS, create_schema, renamed, write_rows

@@ -18,8 +18,8 @@ from delta_contracts.contract.environments import NameMapping, contract_in_envir
 from delta_contracts.contract.load import load_contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
-from delta_contracts.ledger import Ledger
 from delta_contracts.plan.migrations import load_history
+from delta_contracts.state.ledger import Ledger
 from delta_contracts.tableid import TableId
 from delta_contracts.telemetry.objects import watched_on
 from delta_contracts.telemetry.pipeline import collect

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
-from delta_contracts.ledger import Ledger, Status
-from delta_contracts.plan.ops import STAMP_VERSION
+from delta_contracts.marks import STAMP_VERSION
+from delta_contracts.state.ledger import Ledger, Status
 from delta_contracts.tableid import TableId
 from tests.engine.conftest import JVM
 

@@ -26,8 +26,8 @@ from delta_contracts.contract.load import parse_contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local import LocalEngine
 from delta_contracts.engine.spark import SparkEngine
-from delta_contracts.ledger import Ledger
 from delta_contracts.plan.migrations import load_history, next_migration, write_migration
+from delta_contracts.state.ledger import Ledger
 from delta_contracts.target import Target
 from delta_contracts.telemetry.log import Watermark, read_rows, record_watermark, retire_source
 from delta_contracts.telemetry.objects import watched_on

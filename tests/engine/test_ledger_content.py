@@ -86,7 +86,7 @@ def test_a_ledger_written_before_op_checksums_takes_the_new_rows(tmp_path: Path)
     import pyarrow as pa
     from deltalake import write_deltalake
 
-    from delta_contracts.ledger import Ledger, LedgerEntry, _schema
+    from delta_contracts.state.ledger import Ledger, LedgerEntry, _schema
 
     old_schema = pa.schema([f for f in _schema() if f.name != "op_checksum"])
     old_row = {f.name: None for f in old_schema} | {"contract": "c", "migration_id": "0001_x", "op_index": 1}

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from delta_contracts.apply import apply
-from delta_contracts.drift import compatibility_drift
 from delta_contracts.engine.base import Engine
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.quality.read import (
@@ -29,6 +28,7 @@ from delta_contracts.quality.read import (
     resolve,
     unreadable_view,
 )
+from delta_contracts.tables.drift import compatibility_drift
 from tests.engine.apply_support import ROWS, insert_rows, with_schema
 
 pytestmark = pytest.mark.engine

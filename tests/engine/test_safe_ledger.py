@@ -17,10 +17,10 @@ import yaml
 from typer.testing import CliRunner
 
 from delta_contracts.apply import EXIT_DONE, EXIT_HELD, EXIT_INPUT, apply
-from delta_contracts.apply.lease import Lease
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark import SparkEngine
+from delta_contracts.state.lease import Lease
 from tests.builders import MINIMAL
 
 pytestmark = pytest.mark.engine
@@ -84,7 +84,7 @@ def test_a_deleted_ledger_is_noticed_and_a_new_one_needs_force(spark_engine: Eng
     assert name == contract and "is stamped 1.0.0 by delta-contracts" in why and "--force --reason" in why
     forced = apply(engine, migrations, to_version="1.0.0", force_reason="ledger lost with the old bucket")
     assert forced.exit_code == EXIT_DONE, forced.refused
-    from delta_contracts.ledger import Ledger
+    from delta_contracts.state.ledger import Ledger
 
     (restart, *_) = Ledger(engine.ledger_table()).entries([contract])
     assert restart.status == "ledger_restarted" and restart.reason == "ledger lost with the old bucket"

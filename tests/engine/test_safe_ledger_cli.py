@@ -10,10 +10,10 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from delta_contracts import ledger as lg
-from delta_contracts.apply.lease import Lease
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine, EngineError
+from delta_contracts.state import ledger as lg
+from delta_contracts.state.lease import Lease
 from delta_contracts.tableid import BadTableId
 from tests.engine.apply_support import REPO
 

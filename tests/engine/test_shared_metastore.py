@@ -26,7 +26,7 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_contracts.cli import app
-from delta_contracts.ledger import Ledger
+from delta_contracts.state.ledger import Ledger
 from tests.engine.conftest import JVM, JVM_NOISE, log_state
 from tests.engine.session_conf import CHILD_SUBMIT_ARGS
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.contract.load import load_contract, project_for
-from delta_contracts.create import create_table
 from delta_contracts.engine.base import Engine
 from delta_contracts.site.gather import gather
 from delta_contracts.site.render import render_table
+from delta_contracts.tables.create import create_table
 from tests.engine.conftest import location_of
 
 pytestmark = pytest.mark.engine

@@ -383,9 +383,9 @@ def definition(engine: Engine, table: Any) -> dict[str, Any]:
 def test_an_adopted_table_created_elsewhere_has_the_same_definition(
     spark_engine: Engine, features: list[str]
 ) -> None:
-    from delta_contracts.adopt import contract_data
     from delta_contracts.contract.model import Contract
-    from delta_contracts.create import create_table
+    from delta_contracts.tables.adopt import contract_data
+    from delta_contracts.tables.create import create_table
 
     schema = fresh_schema(spark_engine)
     doc = copy.deepcopy(BASE_DOC)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from delta_contracts.ledger import Ledger, LedgerEntry, Status
+from delta_contracts.state.ledger import Ledger, LedgerEntry, Status
 from delta_contracts.telemetry.gate import readers_gate
 from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, read_rows, record_watermark
 from delta_contracts.telemetry.names import Names

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import canonical_or_text
 from delta_contracts.live import Commit, LiveColumn, LiveTable
-from delta_contracts.plan.ops import DEPRECATED_COLUMNS, STAMP_VERSION
+from delta_contracts.marks import DEPRECATED_COLUMNS, STAMP_VERSION
 from delta_contracts.plan.rules import contract_rules, not_null_rule
 from delta_contracts.sql.normalize import same_expression
 from delta_contracts.tableid import TableId

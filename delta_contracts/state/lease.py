@@ -23,10 +23,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.engine.state_table import snapshot_rows
 from delta_contracts.errors import TableHeldError
-from delta_contracts.ledger import storage_errors, who
 from delta_contracts.paths import inside
+from delta_contracts.state.ledger import storage_errors, who
+from delta_contracts.state.state_table import snapshot_rows
 
 LEASES_DIR = "leases"
 DEFAULT_TTL = timedelta(minutes=30)

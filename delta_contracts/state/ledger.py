@@ -1,7 +1,7 @@
 """The apply ledger: a Delta table, one row per op attempt event. By default it is at
 `<warehouse>/_delta_contracts/ledger`, written with delta-rs (the same on every engine, and no Spark needed);
 on `spark` and `connect`, contracts.yml's `engine.ledger` names a catalog table instead
-(`engine.state_table`).
+(`state.state_table`).
 
 Rows are only ever appended: an op attempt writes `started` before it runs and
 `succeeded`/`skipped`/`failed`/`forced` after, plus a `batch` row per finished batch of a batched backfill
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.errors import first_line
-from delta_contracts.engine.state_table import PathStateTable, StateTable, StateTableError
 from delta_contracts.paths import inside
+from delta_contracts.state.state_table import PathStateTable, StateTable, StateTableError
 
 if TYPE_CHECKING:
     from delta_contracts.plan.migrations import StoredMigration

@@ -23,22 +23,24 @@ from typing import Any
 
 from delta_contracts.contract.delta_properties import is_bookkeeping
 from delta_contracts.contract.model import Checks, Column, Contract
-from delta_contracts.live import LiveColumn, LiveTable, TableId
-from delta_contracts.plan.building import TableState, stamp_op
-from delta_contracts.plan.migrations import FORMAT, PlannedFiles
-from delta_contracts.plan.ops import (
+from delta_contracts.live import LiveColumn, LiveTable
+from delta_contracts.marks import (
     DEPRECATED_COLUMNS,
     DEPRECATED_SINCE,
+    STAMP_CONTRACT,
     STAMP_ID,
     STAMP_VERSION,
-    Migration,
 )
+from delta_contracts.plan.building import TableState, stamp_op
+from delta_contracts.plan.migrations import FORMAT, PlannedFiles
+from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.rules import RULE_KINDS, column_rules, not_null_rule
 from delta_contracts.plan.serialize import migration_to_data
 from delta_contracts.plan.sqlfile import render_sql_file
-from delta_contracts.plan.stamp import STAMP_CONTRACT, read_contract_stamp
+from delta_contracts.plan.stamp import read_contract_stamp
 from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.sql.normalize import same_expression
+from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 
 _VERSIONED = re.compile(r"^(?P<name>.+)__v(?P<major>\d+)$")

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.drift import DriftItem, alias_drift, alias_view_query, table_drift
 from delta_contracts.errors import FailedError
-from delta_contracts.plan.ops import STAMP_VERSION
+from delta_contracts.marks import STAMP_VERSION
 from delta_contracts.plan.planner import initial_state, plan
+from delta_contracts.tables.drift import DriftItem, alias_drift, alias_view_query, table_drift
 from delta_contracts.target import DEFAULT_TARGET, Target
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def create_table(
             raise EngineError(f"{err}\n(nothing was left behind: the create was undone)") from err
         err.add_note("nothing was left behind: the create was undone")
         raise
-    from delta_contracts.ledger import Ledger, record_created
+    from delta_contracts.state.ledger import Ledger, record_created
 
     record_created(
         Ledger(engine.ledger_table()), model.id, model.version, migration.ops, outcomes, engine.name

@@ -104,7 +104,7 @@ def write_table(engine: Engine, model: Contract) -> TableId:
     return current
 
 
-def merge_statement(table: tuple[str, ...], source: str, key: tuple[str, ...]) -> exp.Expr:
+def merge_statement(table: TableId, source: str, key: tuple[str, ...]) -> exp.Expr:
     """MERGE INTO table USING source ON key equality: matched rows updated, new rows inserted."""
     template = x.parse(
         "MERGE INTO t AS target USING s AS source ON TRUE "
@@ -126,7 +126,7 @@ def merge_statement(table: tuple[str, ...], source: str, key: tuple[str, ...]) -
     return template
 
 
-def _merge(engine: Engine, frame: Any, table: tuple[str, ...], key: tuple[str, ...], tag: str) -> None:
+def _merge(engine: Engine, frame: Any, table: TableId, key: tuple[str, ...], tag: str) -> None:
     view = f"delta_contracts_batch_{uuid.uuid4().hex[:12]}"
     frame.createOrReplaceTempView(view)
     try:

@@ -16,8 +16,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "delta_contracts"
 CORE = ("contract", "diff", "plan", "sql")
 HIGHER = ("engine", "apply", "telemetry", "quality", "cli", "site", "interchange", "state", "tables")
 # The modules at the package's root, placed like the subpackages: leaves that any module, the pure core
-# included, may import (they import only each other), and stages above the core (they run engines, read the
-# ledger, plan and create tables). `delta_contracts` itself (its lazy exports) counts as above the core.
+# included, may import (they import only each other), and stages above the core (stages are subpackages:
+# `state`, `tables` …). `delta_contracts` itself (its lazy exports) and `__main__` count as above the core.
 ROOT_LEAVES = ("errors", "instants", "live", "marks", "paths", "tableid", "target")
 ROOT_HIGHER = ("__main__", "")
 ABOVE_CORE = (*HIGHER, *ROOT_HIGHER)

@@ -5,23 +5,8 @@ condition is a named function of the op and of the table as its Delta log states
 (`local_routes.TableFacts`). Each engine's op module (`local_ops`, `spark_ops`) gives every op class its
 capability and says the sentences, once; `EngineCapabilities` is the same by kind, which engines read to
 refuse a migration before anything runs (`unsupported_reason`, `check_supported`) and, for the local engine,
-to pick the tool each op runs with. Facts measured with pysail 0.7.2, deltalake 1.6.6, delta-spark 4.4:
-
-- delta-rs refuses every commit on a table whose writer features include one it lacks (measured:
-  `typeWidening`, `allowColumnDefaults`), and ADD COLUMN on column-mapped tables.
-- Sail has no DROP COLUMNS; enabling column mapping through its SET TBLPROPERTIES leaves fields without
-  physical names.
-- Sail's ALTER COLUMN (TYPE, SET/DROP DEFAULT) on a table its catalog knows only by location (registered
-  in another session, or again after a delta-rs change) commits to the Delta log and then fails
-  ("column … does not exist"); registering a partitioned table with its schema is refused by Sail, so such
-  ops go to delta-spark unless this engine created the table itself.
-- Neither drops a table feature (delta-rs's `alter` has `add_feature` only).
-- Sail 0.7.2 has no `table_changes`, no CLUSTER BY, cannot write Change Data Feed tables, and stores CHECK
-  expressions without identifier quotes.
-- Sail 0.7.2 cannot write a table with row tracking (it lacks the rowTracking and domainMetadata features).
-- Sail 0.7.2 creates and writes identity and generated columns (`GENERATED … AS IDENTITY`, `GENERATED ALWAYS
-  AS (…)`) and, unlike delta-spark, moves an identity's high-water mark past values a writer gives; it has no
-  `ALTER COLUMN … SYNC IDENTITY`.
+to pick the tool each op runs with. The facts measured behind the local engine's sentences are in
+`local_ops`.
 """
 
 from __future__ import annotations

@@ -291,11 +291,10 @@ def _deprecation_marks(ctx: _Context, changes: ChangeSet, new: Contract, going: 
     """Marks accumulate: columns marked by earlier migrations (and maybe still awaiting their drop) stay
     marked with their own since and window; only the newly marked (going, or DC-LC701) get a mark, starting
     their own clock. The mark lists every column the new contract deprecates."""
-    # A column's own mark outlives its drop (it is history: when its window started); the list, and "marked
-    # earlier", name only columns the table still has, not one dropped before (or dropped and added again).
-    arriving = {c.name.casefold() for c in changes.added} | {n.name.casefold() for _, n in changes.renamed}
-    present = {c.name.casefold() for c in new.columns} - arriving | {c.name.casefold() for c in going}
-    still_marked = [n for n in marked_columns(ctx.props) if n.casefold() in present]
+    # A column's own mark outlives its drop (it is history: when its window started); the list loses a column
+    # when its drop runs (`_unlist_dropped`), and a column removed from the contract stays listed until then,
+    # even across later migrations while its drop waits at its gate.
+    still_marked = marked_columns(ctx.props)
     earlier = {n.casefold() for n in still_marked}
     newly = {c.name for c in going if c.deprecated is None and c.name.casefold() not in earlier} | {
         c.name for c in changes.newly_deprecated if c.name.casefold() not in earlier
@@ -424,14 +423,14 @@ def _contract_phase(
                     reason=f"the check that closed {column.name}, which is gone",
                 )
             )
-        _unlist_dropped(ctx, column.name)
+        _unlist_dropped(ctx, column.name, new.version)
     if going:
         dropped = tuple(column.name for column in going)
         why = "a column drop leaves the column's values in the data files"
         ctx.b.add(PurgeDroppedColumns(table=ctx.t, phase=Phase.CONTRACT, columns=dropped, reason=why))
 
 
-def _unlist_dropped(ctx: _Context, dropped: str) -> None:
+def _unlist_dropped(ctx: _Context, dropped: str, version: str) -> None:
     """The deprecation list (`delta_contracts.deprecated.columns`) without a column just dropped: readers of
     the marks (telemetry, the site, adopt, drift) take a listed column for one still on its way out."""
     listed = ctx.props.get(DEPRECATED_COLUMNS)
@@ -447,6 +446,7 @@ def _unlist_dropped(ctx: _Context, dropped: str) -> None:
             table=ctx.t,
             phase=Phase.CONTRACT,
             column=dropped,
+            version=version,
             properties=((DEPRECATED_COLUMNS, left),),
             reason=f"the deprecation list without {dropped}, which is gone",
         )

@@ -444,14 +444,19 @@ class NotListed(TableCondition):
 class UnlistDeprecated(SetProperties):
     """The deprecation list without a column just dropped (the list as this migration leaves it), right after
     the drop and only when it ran (the contract ops after a held drop wait). Done once the table's list no
-    longer names the column: when a later migration's mark has set the list meanwhile (this drop was held
-    while the later cutover ran), that list already lacks it and is kept as it is."""
+    longer names the column, or once a later migration stamped the table: its cutover set the list as that
+    migration planned it (this drop was held meanwhile), and this op's list, planned before, would lose
+    columns that later mark added; it is kept as it is."""
 
     kind: ClassVar[str] = "unlist_deprecated"
     column: str
+    version: str = ""  # the migration's contract version; migration files from before lack it
 
     def postcondition(self) -> Condition:
-        return NotListed(self.table, self.column)
+        unlisted = NotListed(self.table, self.column)
+        if not self.version:
+            return unlisted
+        return AnyOf((unlisted, StampedAfter(self.table, STAMP_VERSION, self.version)))
 
     def summary(self) -> str:
         return f"unlist deprecated {self.column}: " + ", ".join(f"{k}={v}" for k, v in self.properties)

@@ -119,7 +119,7 @@ def test_the_gate_reads_what_the_log_wrote(
     _plan_all(tmp_path, parcels, PARCELS)
     assert apply(engine, migrations, tables=[contract, parcels]).exit_code == 0
     history = load_history(migrations / contract)
-    drop_notes = history[3].migration.ops[-2]
+    drop_notes = next(op for op in history[3].migration.ops if op.kind == "drop_columns")
     assert drop_notes.kind == "drop_columns" and drop_notes.gate.objects == (f"{contract}.notes",)  # type: ignore[attr-defined]
     assert all(op.kind != "mark_deprecated" for op in history[3].migration.ops)  # marked by 2.1.0 only
     entries = Ledger(engine.ledger_table()).entries([contract, parcels])
@@ -176,7 +176,11 @@ def test_the_gate_reads_what_the_log_wrote(
     # 12. Both drops say what they wait for, each its own reasons.
     ops_v1 = history[1].migration.ops
     drop_v1 = (history[1].migration_id, next(i for i, op in enumerate(ops_v1, 1) if op.kind == "drop_table"))
-    drop_col = (history[3].migration_id, len(history[3].migration.ops) - 1)
+    ops_v3 = history[3].migration.ops
+    drop_col = (
+        history[3].migration_id,
+        next(i for i, op in enumerate(ops_v3, 1) if op.kind == "drop_columns"),
+    )
     assert set(waiting) == {drop_v1, drop_col}
     stale = f"stale readers log: source {oneoff.source} was collected up to"
     assert any(

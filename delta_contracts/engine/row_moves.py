@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -138,7 +139,7 @@ def _range_batches(
     )
 
 
-class RowMover(Generic[MovingOp]):
+class RowMover(ABC, Generic[MovingOp]):
     """How one kind of op moves rows in batches: the table it reads, the columns it carries over unchanged,
     and its statement restricted to one batch. The base is shared machinery; a subclass is one op kind's."""
 
@@ -150,8 +151,9 @@ class RowMover(Generic[MovingOp]):
         reads and writes one table)."""
         return None
 
+    @abstractmethod
     def restrict(self, statement: exp.Expr, batch: Batch, *, first: bool) -> exp.Expr:
-        raise NotImplementedError
+        """The op's statement restricted to the batch's rows."""
 
     def landed(self, engine: Engine, op: MovingOp, batch: Batch) -> bool:
         """Whether a batch's commit is already in the target (killed before its ledger row)."""

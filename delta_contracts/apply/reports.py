@@ -14,6 +14,7 @@ from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, Op, Phase
 from delta_contracts.state import ledger as lg
 from delta_contracts.state.lease import DEFAULT_TTL
+from delta_contracts.tableid import TableId
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
 
 
@@ -178,7 +179,7 @@ class Attempt:
     """How an op that started ended, when it did not fail: the ledger row's status and what it ran."""
 
     status: lg.Status
-    table: str  # the table it left (a rename's new name)
+    table: TableId  # the table it left (a rename's new name)
     path: str  # how it ran: sql | delta-rs | delta-spark | catalog | rewrite | skipped
     version: int | None
     detail: str

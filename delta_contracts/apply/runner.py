@@ -34,7 +34,7 @@ from delta_contracts.apply.reports import (
     requirements,
 )
 from delta_contracts.apply.schedule import Schedule, Verdict
-from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, PreconditionFailed
+from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, OpOutcome, PreconditionFailed
 from delta_contracts.engine.row_moves import BatchDone
 from delta_contracts.errors import InputError
 from delta_contracts.marks import STAMP_VERSION
@@ -325,8 +325,8 @@ class Runner:
             self._entry(
                 flight,
                 attempt.status,
-                table=attempt.table,
-                renamed_from=str(op.table) if attempt.table != str(op.table) else "",
+                table=str(attempt.table),
+                renamed_from=str(op.table) if attempt.table != op.table else "",
                 started_at=started,
                 ended_at=lg.now(),
                 version_before=before,
@@ -344,7 +344,7 @@ class Runner:
             version=attempt.version,
             version_before=before,
             detail=attempt.detail,
-            table=attempt.table,
+            table=str(attempt.table),
             retries=retries,
         )
 
@@ -353,19 +353,17 @@ class Runner:
         other runners off the table meanwhile)."""
         op = flight.op
         if self.engine.skip_or_check(op):
-            return Attempt(lg.Status.SKIPPED, str(op.table), "skipped", None, SKIPPED_DETAIL)
+            return Attempt(lg.Status.SKIPPED, op.table, "skipped", None, SKIPPED_DETAIL)
         mover = self.engine.row_mover(op)
         changed = mover.before_run(self.engine, op) if mover is not None else ""
-        table, path, version, detail = self._execute(flight, flight.tag(forced), lease, before)
-        if changed:
-            detail = _joined(changed, detail)
-        return Attempt(lg.Status.FORCED if forced else lg.Status.SUCCEEDED, table, path, version, detail)
+        outcome = self._execute(flight, flight.tag(forced), lease, before)
+        status = lg.Status.FORCED if forced else lg.Status.SUCCEEDED
+        detail = _joined(changed, outcome.detail) if changed else outcome.detail
+        return Attempt(status, outcome.table, outcome.path, outcome.version, detail)
 
-    def _execute(
-        self, flight: OpInFlight, tag: str, lease: Lease, before: int | None
-    ) -> tuple[str, str, int | None, str]:
-        """Run the op (in batches where its engine moves its rows so): the table it left, path, version,
-        detail. `before`: the table's version read when the op started (the lease keeps other runners off)."""
+    def _execute(self, flight: OpInFlight, tag: str, lease: Lease, before: int | None) -> OpOutcome:
+        """Run the op (in batches where its engine moves its rows so). `before`: the table's version read
+        when the op started (the lease keeps other runners off)."""
         op = flight.op
         mover = self.engine.row_mover(op)
         if mover is not None:
@@ -393,6 +391,6 @@ class Runner:
 
                 mover.run(self.engine, op, batches, fresh=not marks, tag=tag, on_batch=finished)
                 resumed = f", resumed after {len(marks)} recorded" if marks else ""
-                return str(op.table), "sql", self._version(op), f"{count} batch(es){resumed}"
+                return OpOutcome(op.kind, op.table, self._version(op), "sql", f"{count} batch(es){resumed}")
         outcome = self.engine.run_verified(op, tag=tag, before=before)
-        return outcome.table, outcome.path, outcome.version, outcome.detail
+        return outcome

@@ -288,11 +288,9 @@ def drift_command(
             )
             items += compatibility_drift(expected, views, lambda v: unreadable_view(live, v))
             if table is not None:
-                name = str(physical)
-
                 adopted = _adopted_at(contracts, item.contract)
 
-                def is_toolkit(version: int, name: str = name, adopted: int = adopted) -> bool:
+                def is_toolkit(version: int, name: TableId = physical, adopted: int = adopted) -> bool:
                     return version <= adopted or claimed(entries, name, version)
 
                 items += commit_drift(live.history(physical), is_toolkit)

@@ -104,7 +104,7 @@ class Reads:
 @dataclass(frozen=True, slots=True)
 class OpOutcome:
     op_kind: str
-    table: str
+    table: TableId  # the table the op left (its new name, for a rename)
     version: int | None  # the Delta table version the op's commit produced (None: no table commit)
     path: str  # how it ran: sql | delta-rs | rewrite | catalog | skipped
     detail: str = ""
@@ -296,7 +296,7 @@ class Engine(ABC):
 
         Recording what ran is the caller's (`delta_contracts.apply` writes the ledger)."""
         if self.skip_or_check(op):
-            return OpOutcome(op.kind, str(op.table), None, "skipped", SKIPPED_DETAIL)
+            return OpOutcome(op.kind, op.table, None, "skipped", SKIPPED_DETAIL)
         return self.run_verified(op, tag=tag)
 
     def skip_or_check(self, op: Op) -> bool:

@@ -324,7 +324,7 @@ class LocalEngine(Engine):
         )
 
     def outcome(self, op: Op, path: str, detail: str = "") -> OpOutcome:
-        return OpOutcome(op.kind, str(op.table), self._version(op.table), path, detail)
+        return OpOutcome(op.kind, op.table, self._version(op.table), path, detail)
 
     # -- delta-spark -----------------------------------------------------------------------------------------
     def _by_delta_spark(self, op: Op, tag: str | None, why: str) -> OpOutcome:

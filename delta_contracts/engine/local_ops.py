@@ -203,7 +203,7 @@ def view_on_sail(engine: LocalEngine, op: CreateView, tag: str | None) -> OpOutc
 
     local = replace(op, source=engine.local_id(op.source), alter_existing=False)
     engine.store_view(op.table, view_query_sql(local))
-    return OpOutcome(op.kind, str(op.table), None, "sql", "view stored in views.json")
+    return OpOutcome(op.kind, op.table, None, "sql", "view stored in views.json")
 
 
 # -- the warehouse's directories ----------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def move_directory(engine: LocalEngine, op: RenameTable) -> OpOutcome:
     os.rename(source, destination)  # one directory move: atomic on one filesystem
     engine.register(target)
     return OpOutcome(
-        op.kind, str(target), engine.table_version(target), "catalog", f"moved {source} -> {destination}"
+        op.kind, target, engine.table_version(target), "catalog", f"moved {source} -> {destination}"
     )
 
 
@@ -226,7 +226,7 @@ def delete_directory(engine: LocalEngine, op: DropTable) -> OpOutcome:
     location = engine.location(op.table)
     if location.exists():
         shutil.rmtree(location)
-    return OpOutcome(op.kind, str(op.table), None, "sql", f"deleted {location}")
+    return OpOutcome(op.kind, op.table, None, "sql", f"deleted {location}")
 
 
 # -- delta-rs: a metadata commit through `DeltaTable.alter`; `configuration`: the table's, as its log says --

@@ -413,7 +413,7 @@ class SparkEngine(Engine):
             raise EngineError(f"{where}: {one_line(err)}") from err
         target = entry.table_left(op)
         version = self._version(target) if entry.commits else None
-        return OpOutcome(op.kind, str(target), version, "sql")
+        return OpOutcome(op.kind, target, version, "sql")
 
     def _run_holding_producers(self, op: Op, where: str) -> None:
         entry = SPARK_OPS[op]

@@ -365,9 +365,8 @@ def _live(
     table = engine.describe(physical)
     items = table_drift(contract, table, physical) + alias_drift(contract, physical, views, alias)
     if table is not None:
-        name = str(physical)
         known = entries or []
-        items += commit_drift(engine.history(physical), lambda v: claimed(known, name, v))
+        items += commit_drift(engine.history(physical), lambda v: claimed(known, physical, v))
     live = {
         "table": str(physical),
         "exists": "yes" if table is not None else "no",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from delta_contracts.contract.errors import first_line
 from delta_contracts.paths import inside
 from delta_contracts.state.state_table import PathStateTable, StateTable, StateTableError
+from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.plan.migrations import StoredMigration
@@ -341,9 +342,10 @@ class Claim:
         return self.after < version <= self.up_to
 
 
-def names_of(entries: Sequence[LedgerEntry], table: str) -> set[str]:
-    """The table's name and every name it had before a toolkit rename (its Delta history goes with it)."""
-    names = {table.casefold()}
+def names_of(entries: Sequence[LedgerEntry], table: TableId) -> set[str]:
+    """The table's name and every name it had before a toolkit rename (its Delta history goes with it), as
+    the ledger's rows write them, case-folded as Delta compares names."""
+    names = {str(table).casefold()}
     grew = True
     while grew:
         earlier = {
@@ -356,7 +358,7 @@ def names_of(entries: Sequence[LedgerEntry], table: str) -> set[str]:
     return names
 
 
-def claims(entries: Sequence[LedgerEntry], table: str) -> list[Claim]:
+def claims(entries: Sequence[LedgerEntry], table: TableId) -> list[Claim]:
     names = names_of(entries, table)
     return [
         Claim(e.version_before, e.version)
@@ -367,7 +369,7 @@ def claims(entries: Sequence[LedgerEntry], table: str) -> list[Claim]:
     ]
 
 
-def claimed(entries: Sequence[LedgerEntry], table: str, version: int) -> bool:
+def claimed(entries: Sequence[LedgerEntry], table: TableId, version: int) -> bool:
     return any(c.covers(version) for c in claims(entries, table))
 
 
@@ -396,7 +398,7 @@ def record_created(
             LedgerEntry(
                 contract=contract,
                 migration_id=f"create {version}",
-                table=outcome.table,
+                table=str(outcome.table),
                 phase=op.phase.value,
                 op_index=index,
                 op_kind=op.kind,

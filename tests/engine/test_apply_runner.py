@@ -13,6 +13,7 @@ from delta_contracts.apply.status import pending_migrations
 from delta_contracts.engine.base import Engine
 from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
 from delta_contracts.state.ledger import Ledger, Status, claimed
+from delta_contracts.tableid import TableId
 from delta_contracts.tables.drift import commit_drift
 from tests.engine.apply_support import fingerprint, insert_rows, orders_migrations, with_schema
 
@@ -65,7 +66,7 @@ def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_pat
         ("0003", 13, "approved by owner"),
     ]
     last = engine.history((schema, "orders"))[-1]
-    assert claimed(Ledger(engine.state_dir).entries([contract]), f"{schema}.orders", last.version)
+    assert claimed(Ledger(engine.state_dir).entries([contract]), TableId((schema, "orders")), last.version)
 
     rest = apply(engine, root, tables=[contract], batch_rows=2)
     assert rest.exit_code == 0, rest.failure

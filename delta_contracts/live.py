@@ -6,6 +6,7 @@ knows how to fill them in.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +75,14 @@ class Commit:
     timestamp_ms: int
     user_metadata: str | None
     engine_info: str | None
+    # What the operation was given, as Delta records it (OPTIMIZE's `isFull`, CLUSTER BY's new columns);
+    # values are JSON text, as in DESCRIBE HISTORY.
+    parameters: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+
+def _json_text(value: Any) -> str:
+    # DESCRIBE HISTORY gives every parameter as JSON text; delta-rs parses some (`isFull: True`).
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def commits_from_history(entries: Iterable[Mapping[str, Any]]) -> list[Commit]:
@@ -86,6 +95,7 @@ def commits_from_history(entries: Iterable[Mapping[str, Any]]) -> list[Commit]:
             timestamp_ms=int(entry.get("timestamp") or 0),
             user_metadata=entry.get("userMetadata"),
             engine_info=entry.get("engineInfo"),
+            parameters={str(k): _json_text(v) for k, v in (entry.get("operationParameters") or {}).items()},
         )
         for entry in entries
     ]

@@ -251,6 +251,7 @@ HISTORY_COLUMNS = (
     "unix_millis(timestamp) AS timestamp",  # epoch ms whatever the session time zone
     "userMetadata",
     "engineInfo",
+    "operationParameters",
 )
 
 

@@ -106,13 +106,28 @@ class UnknownOpKind(InputError, ValueError):
 _OPS_BY_KIND: dict[str, type[Op]] = {}
 
 
+def _define_every_op() -> None:
+    """Import every module of the `plan` package, so that ops defined beside the recipe or statement they
+    belong to (`catch_up`, `purge`, …) have registered themselves. A new op's module is found without being
+    listed anywhere; the modules are pure and most are loaded by the time a kind is looked up."""
+    import importlib
+    import pkgutil
+
+    import delta_contracts.plan as package
+
+    for module in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        importlib.import_module(module.name)
+
+
 def registered_ops() -> Mapping[str, type[Op]]:
-    """The op classes defined so far, by kind. Ops defined outside this module register when their module is
-    imported: `plan.serialize` imports every such module, so look kinds up through it."""
+    """Every op class, by kind (those defined outside this module included)."""
+    _define_every_op()
     return MappingProxyType(_OPS_BY_KIND)
 
 
 def op_class(kind: str) -> type[Op]:
+    if kind not in _OPS_BY_KIND:
+        _define_every_op()  # only when the kind's module was not imported yet
     try:
         return _OPS_BY_KIND[kind]
     except KeyError:

@@ -6,10 +6,6 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-# Every module that defines ops besides `ops` is imported here, so that its op classes have registered
-# themselves before a migration file's kinds are looked up.
-import delta_contracts.plan.catch_up
-import delta_contracts.plan.purge  # noqa: F401
 from delta_contracts.plan.ops import (
     ColumnSpec,
     Gate,

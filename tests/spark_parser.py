@@ -65,8 +65,8 @@ SQLGLOT_HAS_NO_GRAMMAR = re.compile(r" ALTER COLUMN `(?:[^`]|``)+` SYNC IDENTITY
 
 
 # Delta statements sqlglot cannot parse at all (the toolkit renders them with a node of its own,
-# `plan.purge.ReorgPurge`): Spark's parser alone holds them.
-SQLGLOT_CANNOT_PARSE = re.compile(r"^REORG TABLE .+ APPLY \(PURGE\)$", re.DOTALL)
+# `plan.purge.ReorgPurge`, `plan.recluster.OptimizeFull`): Spark's parser alone holds them.
+SQLGLOT_CANNOT_PARSE = re.compile(r"^(REORG TABLE .+ APPLY \(PURGE\)|OPTIMIZE .+ FULL)$", re.DOTALL)
 
 
 def assert_one_statement(sql: str) -> None:

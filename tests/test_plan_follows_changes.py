@@ -41,6 +41,7 @@ PRODUCERS: dict[str, set[str]] = {
     "drop_feature": {"DC-TB403"},
     "mark_deprecated": {"DC-DS103", "DC-BC102", "DC-LC701"},
     "set_clustering": {"DC-TB402"},
+    "recluster_rows": {"DC-TB402"},  # the existing files laid out by the new keys
     "add_check": CHECKS | REWRITE_RULES,
     "drop_check": CHECKS | REWRITE_RULES,
     "set_not_null": {"DC-MF104", *ADDED, "DC-BC102"},

@@ -404,6 +404,7 @@ def test_delta3_states_its_minimum_and_the_feature_widening_adds() -> None:
     old, new = pair("change_clustering")
     clustering = [w for w in plan(old, new, Target.DELTA_3)[0].warnings if "CLUSTER BY" in w]
     assert clustering == [
-        "payments.transactions: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target"
+        "payments.transactions: ALTER TABLE … CLUSTER BY needs Delta 3.2+ and OPTIMIZE … FULL 3.3+ on the "
+        "delta-3 target"
     ]
     assert not [w for w in plan(old, new, Target.DELTA_4)[0].warnings if "CLUSTER BY" in w]

@@ -98,6 +98,7 @@ from delta_contracts.plan.ops import (
     WidenType,
 )
 from delta_contracts.plan.purge import PurgeDroppedColumns, ReorgPurge
+from delta_contracts.plan.recluster import ReclusterRows
 from delta_contracts.plan.render import build, render
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
@@ -485,6 +486,7 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
         ),
         DropTable: LocalOp(Capability(CATALOG), catalog=delete_directory, project=dropped_facts),
         PurgeDroppedColumns: LocalOp(Capability(NO_REORG), at_location=purge_at, reshape=unchanged_shape),
+        ReclusterRows: LocalOp(Capability(NO_CLUSTER_BY)),
     }
 )
 

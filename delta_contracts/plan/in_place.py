@@ -50,6 +50,7 @@ from delta_contracts.plan.ops import (
     WidenType,
 )
 from delta_contracts.plan.purge import PurgeDroppedColumns
+from delta_contracts.plan.recluster import recluster_for
 from delta_contracts.plan.rules import not_null_rule
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
@@ -122,6 +123,9 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     _deprecation_marks(ctx, changes, new, going)
     for op in relax:
         b.add(op)
+    recluster = recluster_for(t, changes.clustering.clustered_by) if changes.clustering else None
+    if recluster is not None:
+        b.add(recluster)
     b.add(stamp_op(t, new))
     copies = {
         before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
@@ -185,8 +189,9 @@ def _clustering(ctx: _Context, changes: ChangeSet) -> None:
         )
     )
     if ctx.target is Target.DELTA_3:
-        b.warn(f"{t}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ on the delta-3 target")
-    b.warn(f"{t}: new clustering keys apply to new writes; OPTIMIZE reclusters existing files")
+        b.warn(
+            f"{t}: ALTER TABLE … CLUSTER BY needs Delta 3.2+ and OPTIMIZE … FULL 3.3+ on the delta-3 target"
+        )
 
 
 def _change_feed_warnings(ctx: _Context, old: Contract, going: list[Column], renamed: bool) -> None:

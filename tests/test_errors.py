@@ -138,6 +138,8 @@ MEANINGS = {
         "delta_contracts.state.state_table.StateTableError",
         "delta_contracts.plan.ops.UnknownOpKind",  # a migration file naming no known op
         "delta_contracts.tableid.BadTableId",  # a table name that is no schema.table
+        "delta_contracts.cli.errors.UsageError",  # a bad option or argument
+        "delta_contracts.cli.errors.EngineStartError",  # an engine that cannot start
     ],
     "op failed": [
         "delta_contracts.errors.DeltaContractsError",  # an error of no narrower kind
@@ -239,3 +241,61 @@ def test_an_error_no_command_caught_ends_with_its_line_and_code() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == ExitCode.BAD_INPUT
     assert done.stderr == "error: contracts/x.yaml:3: field `owner`: not a string\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "stderr"),
+    [
+        (["plan", "--target", "delta-9"], "error: --target must be one of delta-3, delta-4, databricks\n"),
+        (["lint", "contracts/missing.yaml"], "error: no such file or folder: contracts/missing.yaml\n"),
+        (["apply", "--reason", "why"], "error: --reason goes with --force or --break-lease\n"),
+        (["status", "--engine", "duckdb"], None),  # EngineChoiceError, raised in the engine's choice
+    ],
+)
+def test_an_error_out_of_a_command_is_printed_once_with_its_code(
+    project: Path, args: list[str], stderr: str | None
+) -> None:
+    """The command line's one mapping: a DeltaContractsError a command raises is printed once, as `error: `
+    and its message on stderr, ends the command with the error's code, and shows no traceback."""
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == ExitCode.BAD_INPUT
+    assert isinstance(done.exception, SystemExit)  # mapped, not an exception CliRunner caught
+    assert done.stdout == ""
+    if stderr is not None:
+        assert done.stderr == stderr
+    assert done.stderr.startswith("error: ")
+    assert done.stderr.count("error: ") == 1
+    assert "Traceback" not in done.output
+
+
+def test_every_command_error_goes_through_the_one_mapping() -> None:
+    """An error raised inside any registered command, whatever the command, is mapped the same way."""
+    import typer
+
+    from delta_contracts.cli import build_app
+    from delta_contracts.errors import TableHeldError
+
+    application = build_app("diff")
+
+    @application.command("boom")
+    def boom() -> None:
+        raise TableHeldError("sales.orders: held by runner r1\nmore detail")
+
+    done = CliRunner().invoke(application, ["boom"])
+    assert done.exit_code == ExitCode.HELD
+    assert done.stderr == "error: sales.orders: held by runner r1\nmore detail\n"
+    assert isinstance(done.exception, SystemExit)
+    assert isinstance(typer.Exit(0), RuntimeError)  # typer's Exit is no DeltaContractsError: never mapped
+
+
+def test_the_mapping_also_runs_under_main(project: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "delta_contracts", "plan", "--target", "delta-9"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env={**__import__("os").environ, "PYTHONPATH": str(REPO)},
+    )
+    assert done.returncode == ExitCode.BAD_INPUT
+    assert done.stdout == ""
+    assert done.stderr == "error: --target must be one of delta-3, delta-4, databricks\n"

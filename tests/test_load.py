@@ -186,7 +186,13 @@ def test_diff_of_one_pair_imports_only_what_it_needs() -> None:
     modules = set(last.removeprefix("MODULES=").split(","))
     assert {"pyspark", "sqlglot", "pysail", "deltalake", "pandas", "pyarrow", "rich"} & modules == set()
     ours = {m for m in modules if m.startswith("delta_contracts.")}
-    cli = {"delta_contracts.cli", "delta_contracts.cli.common", "delta_contracts.cli.diff"}
+    # cli.errors: the one place errors become exit codes, which every command's application holds.
+    cli = {
+        "delta_contracts.cli",
+        "delta_contracts.cli.errors",
+        "delta_contracts.cli.common",
+        "delta_contracts.cli.diff",
+    }
     core = (
         "delta_contracts.contract",
         "delta_contracts.diff",

@@ -62,6 +62,26 @@ class ApplyResult:
         return ExitCode.OK
 
 
+def phases_not_run_first(result: ApplyResult, phase: str) -> list[str]:
+    """With `phases=[phase]`, the migrations where nothing of `phase` could run because an earlier phase is
+    pending (none when anything ran, or with every phase)."""
+    from delta_contracts.plan.ops import PHASES
+
+    order = [p.value for p in PHASES]
+    if phase == "all" or any(r.status.value in {"succeeded", "forced", "skipped"} for r in result.reports):
+        return []
+    blocked: dict[tuple[str, str], str] = {}
+    for report in result.reports:
+        earlier = order.index(report.phase) < order.index(phase)
+        if report.status.value == "waiting" and earlier:
+            blocked.setdefault((report.table, report.migration_id), report.phase)
+    return [
+        f"{table} {migration}: its {first} phase has not run; run `apply --phase {first}` first "
+        "(or `apply` without --phase to run every phase in order)"
+        for (table, migration), first in blocked.items()
+    ]
+
+
 def apply(
     engine: Any,
     migrations: Path | str = "migrations",

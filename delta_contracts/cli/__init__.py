@@ -18,6 +18,8 @@ from typing import NoReturn
 
 import typer
 
+from delta_contracts.cli.errors import ErrorsToExitCodes
+
 # Command or sub-application name -> (module, attribute), in the order `--help` lists them. A function is
 # registered as a command, a typer.Typer as a group of commands.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -52,6 +54,7 @@ def build_app(*names: str) -> typer.Typer:
     """The application with the named commands (every command when none is named)."""
     application = typer.Typer(
         name="delta-contracts",
+        cls=ErrorsToExitCodes,
         help="Delta Lake table governance from YAML data contracts.",
         no_args_is_help=True,
         add_completion=False,
@@ -92,7 +95,7 @@ def main() -> None:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         exit_process(130)
-    except DeltaContractsError as err:  # one no command caught: its one line and its own code, no traceback
+    except DeltaContractsError as err:  # one raised outside any command: its one line and code, no traceback
         lines = str(err).strip().splitlines()
         print(f"error: {lines[0] if lines else type(err).__name__}", file=sys.stderr)
         exit_process(err.exit_code)

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, ContractSet, print_problems
+from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_OK, ContractSet, print_problems
+from delta_contracts.cli.errors import UsageError
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 from delta_contracts.cli.tables import _open as open_engine
 from delta_contracts.sql.dialect import DIALECT
@@ -58,28 +59,21 @@ def init_command(
     """Write a contract from a live Delta table, and a baseline migration recording the table as already at
     that version (so the first change plans an ALTER, never a CREATE). Exit 0 written, 1 written with lint
     findings, 2 bad input or no such table."""
+    from delta_contracts.cli.common import chosen_target
     from delta_contracts.contract.load import project_for
-    from delta_contracts.target import Target
 
     if (from_table is None) == (all_in is None):
-        print("error: give --from-table NAME or --all SCHEMA", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        raise UsageError("give --from-table NAME or --all SCHEMA")
     try:
         wanted = TableId.parse(from_table) if from_table is not None else None
     except BadTableId as err:
-        print(f"error: --from-table: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+        raise UsageError(f"--from-table: {err}") from None
     anchor = output if output is not None else Path("contracts")
     project = project_for(anchor if anchor.is_dir() else anchor.parent)
-    try:
-        chosen = Target(target) if target else project.project.target
-    except ValueError:
-        print(f"error: --target must be one of {', '.join(t.value for t in Target)}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    chosen = chosen_target(project, target)
     team = owner or (project.project.defaults.owner.team if project.project.defaults.owner else None)
     if team is None:
-        print("error: give --owner TEAM (contracts.yml has no defaults.owner)", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        raise UsageError("give --owner TEAM (contracts.yml has no defaults.owner)")
     root = migrations or project.migrations_root
     failed = False
     with open_engine(ContractSet([], project), engine, url, warehouse, read_only=True) as live:
@@ -87,17 +81,13 @@ def init_command(
         for name in names:
             found = _find(live, name)
             if found is None:
-                print(f"error: no table or alias view {name}", file=sys.stderr)
-                raise typer.Exit(EXIT_INPUT)
+                raise UsageError(f"no table or alias view {name}")
             if all_in is not None:
-                from delta_contracts.paths import OutsideRoot, inside
+                from delta_contracts.paths import inside
 
                 folder = output or project.root / str(all_in)
-                try:  # a catalog's table name is a file name here, never a path
-                    destination: Path | None = inside(folder, f"{(found.alias or found.physical)[-1]}.yaml")
-                except OutsideRoot as err:
-                    print(f"error: {err}", file=sys.stderr)
-                    raise typer.Exit(err.exit_code) from None
+                # A catalog's table name is a file name here, never a path (OutsideRoot, exit 2).
+                destination: Path | None = inside(folder, f"{(found.alias or found.physical)[-1]}.yaml")
             else:
                 destination = output
             failed |= _adopt(live, found, destination, project, owner, chosen, root)
@@ -159,7 +149,6 @@ def _adopt(
     """Write one contract and its baseline; True when lint found something to fix."""
     import yaml
 
-    from delta_contracts.contract.errors import ContractError
     from delta_contracts.contract.lint import lint
     from delta_contracts.contract.load import parse_contract
     from delta_contracts.plan.migrations import (
@@ -183,22 +172,15 @@ def _adopt(
     header = f"# Adopted from the live table {found.physical} by delta-contracts init --from-table.\n"
     text = header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=110)
     shown = destination or project.root / data["id"].split(".")[-2] / f"{data['id'].split('.')[-1]}.yaml"
-    try:
-        loaded = parse_contract(text, shown, project)
-    except ContractError as err:
-        print_problems(err.problems)
-        raise typer.Exit(err.exit_code) from None
+    loaded = parse_contract(text, shown, project)
     folder = table_folder(root, loaded.contract.id)
     if migration_files(folder):
-        print(
-            f"error: {folder} already holds migrations: {loaded.contract.id} is managed already "
-            "(init adopts tables that have none)",
-            file=sys.stderr,
+        raise UsageError(
+            f"{folder} already holds migrations: {loaded.contract.id} is managed already "
+            "(init adopts tables that have none)"
         )
-        raise typer.Exit(EXIT_INPUT)
     if destination is not None and destination.exists():
-        print(f"error: {destination} exists; not overwritten", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        raise UsageError(f"{destination} exists; not overwritten")
     for note in adopted.notes:
         print(f"note: {note}", file=sys.stderr)
     written = write_migration(folder, baseline(loaded.contract, table, found.physical, target))

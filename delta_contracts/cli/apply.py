@@ -6,13 +6,13 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from delta_contracts.cli.common import (
-    EXIT_INPUT,
     EXIT_OK,
     ConfOption,
     EnvOption,
@@ -20,6 +20,7 @@ from delta_contracts.cli.common import (
     OutputFormat,
     PathsArgument,
 )
+from delta_contracts.cli.errors import UsageError
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 
@@ -69,18 +70,13 @@ def _ledger(
     from delta_contracts.cli.common import choose_engine
     from delta_contracts.cli.tables import _open
     from delta_contracts.state.ledger import Ledger
-    from delta_contracts.state.state_table import StateTableError
 
     choice = choose_engine(contracts.project, engine, url, warehouse, conf or (), contracts.environment)
-    try:
-        if choice.ledger is None:
-            yield Ledger(choice.warehouse / "_delta_contracts")
-            return
-        with _open(contracts, engine, url, warehouse, conf=conf) as live:
-            yield Ledger(live.ledger_table())
-    except StateTableError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+    if choice.ledger is None:
+        yield Ledger(choice.warehouse / "_delta_contracts")
+        return
+    with _open(contracts, engine, url, warehouse, conf=conf) as live:
+        yield Ledger(live.ledger_table())
 
 
 def _line(report: OpReport) -> str:
@@ -97,23 +93,99 @@ def _line(report: OpReport) -> str:
     )
 
 
-def _phases_not_run_first(result: ApplyResult, phase: str) -> list[str]:
-    """With `--phase P`, the migrations where nothing of P could run because an earlier phase is pending."""
-    from delta_contracts.plan.ops import PHASES
+@dataclass(frozen=True)
+class ApplyFlags:
+    """`apply`'s options that shape the run, read once from the command line."""
 
-    order = [p.value for p in PHASES]
-    if phase == "all" or any(r.status.value in {"succeeded", "forced", "skipped"} for r in result.reports):
-        return []
-    blocked: dict[tuple[str, str], str] = {}
-    for report in result.reports:
-        earlier = order.index(report.phase) < order.index(phase)
-        if report.status.value == "waiting" and earlier:
-            blocked.setdefault((report.table, report.migration_id), report.phase)
-    return [
-        f"{table} {migration}: its {first} phase has not run; run `apply --phase {first}` first "
-        "(or `apply` without --phase to run every phase in order)"
-        for (table, migration), first in blocked.items()
-    ]
+    tables: tuple[str, ...]  # empty: every contract
+    to: str | None
+    phase: str
+    dry_run: bool
+    force: bool
+    reason: str | None
+    break_lease: bool
+    batch_rows: int
+    conflict_patience: float
+    allow_rewrite: bool
+
+    def check(self) -> None:
+        """Options that contradict each other or are out of range end the command (exit 2) before any
+        contract is read."""
+        from delta_contracts.plan.ops import PHASES
+
+        for flag, given in (("--force", self.force), ("--break-lease", self.break_lease)):
+            if given and not (self.reason and self.reason.strip()):
+                raise UsageError(f"{flag} needs --reason TEXT (it is recorded in the ledger)")
+        if self.reason and not (self.force or self.break_lease):
+            raise UsageError("--reason goes with --force or --break-lease")
+        if self.phase != "all" and self.phase not in {p.value for p in PHASES}:
+            raise UsageError(f"--phase {self.phase}: use expand, populate, cutover, contract or all")
+        if self.batch_rows < 1:
+            raise UsageError("--batch-rows must be at least 1")
+        if not self.conflict_patience >= 0:  # also refuses nan
+            raise UsageError("--conflict-patience must be 0 seconds or more")
+
+
+def _chosen_tables(contracts: ContractSet, tables: tuple[str, ...]) -> list[str]:
+    """The contract ids `--table` names (every contract without it); an unknown id ends the command."""
+    ids = [item.contract.id for item in contracts.contracts]
+    if not tables:
+        return ids
+    unknown = [t for t in tables if t not in ids]
+    if unknown:
+        raise UsageError(f"no contract with id {', '.join(unknown)} (known: {', '.join(ids)})")
+    return list(tables)
+
+
+def _run(
+    contracts: ContractSet,
+    flags: ApplyFlags,
+    connection: tuple[str | None, str | None, Path | None, list[str] | None],
+    fmt: OutputFormat,
+) -> ApplyResult:
+    """Apply the chosen tables' migrations on the engine `connection` (engine, url, warehouse, conf) opens,
+    each op's line printed on stderr as it ends (text), the op running shown meanwhile."""
+    from rich.console import Console
+
+    from delta_contracts.apply import apply
+    from delta_contracts.cli.promotion import promotion_of
+    from delta_contracts.cli.tables import _open
+    from delta_contracts.contract.model import duration
+
+    ids = _chosen_tables(contracts, flags.tables)
+    # Piped (CI logs): no hard wraps at 80 columns; a terminal wraps as it always does.
+    console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+    status = console.status("starting")
+
+    def progress(report: OpReport) -> None:
+        if report.status.value == "running":
+            status.update(f"{report.table} {report.migration_id} op {report.index}: {report.summary}")
+        elif fmt is OutputFormat.TEXT and report.status.value not in {"done", "superseded"}:
+            console.print(_line(report), markup=False)
+
+    engine, url, warehouse, conf = connection
+    freshness = duration(contracts.project.project.telemetry.freshness)
+    with (
+        _open(contracts, engine, url, warehouse, allow_rewrite=flags.allow_rewrite, conf=conf) as live,
+        promotion_of(contracts, _migrations_root(contracts)) as promotion,
+        status,
+    ):
+        return apply(
+            live,
+            _migrations_root(contracts),
+            tables=ids,
+            to_version=flags.to,
+            phases=None if flags.phase == "all" else [flags.phase],
+            dry_run=flags.dry_run,
+            force_reason=flags.reason if flags.force else None,
+            break_lease_reason=flags.reason if flags.break_lease else None,
+            batch_rows=flags.batch_rows,
+            conflict_patience=flags.conflict_patience,
+            readers_freshness=freshness,
+            on_event=progress,
+            names=contracts.names,
+            promotion=promotion,
+        )
 
 
 def apply_command(
@@ -162,84 +234,29 @@ def apply_command(
 ) -> None:
     """Run the pending migrations, phase by phase, op by op. Exit 0 done (or waiting at gates), 1 an op
     failed, 2 bad input or no engine, 3 another runner holds a table."""
-    from rich.console import Console
-
-    from delta_contracts.apply import apply
+    from delta_contracts.apply.api import phases_not_run_first
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.cli.promotion import promotion_of
-    from delta_contracts.cli.tables import _open
-    from delta_contracts.plan.ops import PHASES
 
-    for flag, given in (("--force", force), ("--break-lease", break_lease)):
-        if given and not (reason and reason.strip()):
-            print(
-                f"error: {flag} needs --reason TEXT (it is recorded in the ledger)",
-                file=sys.stderr,
-            )
-            raise typer.Exit(EXIT_INPUT)
-    if reason and not (force or break_lease):
-        print("error: --reason goes with --force or --break-lease", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
-    if phase != "all" and phase not in {p.value for p in PHASES}:
-        print(f"error: --phase {phase}: use expand, populate, cutover, contract or all", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
-    if batch_rows < 1:
-        print("error: --batch-rows must be at least 1", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
-    if not conflict_patience >= 0:  # also refuses nan
-        print("error: --conflict-patience must be 0 seconds or more", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+    flags = ApplyFlags(
+        tables=tuple(table or ()),
+        to=to,
+        phase=phase,
+        dry_run=dry_run,
+        force=force,
+        reason=reason,
+        break_lease=break_lease,
+        batch_rows=batch_rows,
+        conflict_patience=conflict_patience,
+        allow_rewrite=allow_rewrite,
+    )
+    flags.check()
     contracts = load_valid_contracts(paths, env)
-    ids = [item.contract.id for item in contracts.contracts]
-    if table:
-        unknown = [t for t in table if t not in ids]
-        if unknown:
-            print(
-                f"error: no contract with id {', '.join(unknown)} (known: {', '.join(ids)})", file=sys.stderr
-            )
-            raise typer.Exit(EXIT_INPUT)
-        ids = list(table)
-    # Piped (CI logs): no hard wraps at 80 columns; a terminal wraps as it always does.
-    console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
-    status = console.status("starting")
-
-    def progress(report: OpReport) -> None:
-        if report.status.value == "running":
-            status.update(f"{report.table} {report.migration_id} op {report.index}: {report.summary}")
-        elif fmt is OutputFormat.TEXT and report.status.value not in {"done", "superseded"}:
-            console.print(_line(report), markup=False)
-
-    from delta_contracts.contract.model import duration
-
-    freshness = duration(contracts.project.project.telemetry.freshness)
-    with (
-        _open(contracts, engine, url, warehouse, allow_rewrite=allow_rewrite, conf=conf) as live,
-        promotion_of(contracts, _migrations_root(contracts)) as promotion,
-        status,
-    ):
-        result = apply(
-            live,
-            _migrations_root(contracts),
-            tables=ids,
-            to_version=to,
-            phases=None if phase == "all" else [phase],
-            dry_run=dry_run,
-            force_reason=reason if force else None,
-            break_lease_reason=reason if break_lease else None,
-            batch_rows=batch_rows,
-            conflict_patience=conflict_patience,
-            readers_freshness=freshness,
-            on_event=progress,
-            names=contracts.names,
-            promotion=promotion,
-        )
+    result = _run(contracts, flags, (engine, url, warehouse, conf), fmt)
     _print_result(result, fmt, dry_run)
-    out_of_order = [] if dry_run else _phases_not_run_first(result, phase)
+    out_of_order = [] if dry_run else phases_not_run_first(result, phase)
     if out_of_order:
-        print(f"error: nothing ran: --phase {phase} comes after phases that have not run", file=sys.stderr)
-        for line in out_of_order:
-            print(f"  {line}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        first = f"nothing ran: --phase {phase} comes after phases that have not run"
+        raise UsageError(first, *(f"  {line}" for line in out_of_order))
     raise typer.Exit(result.exit_code)
 
 
@@ -395,25 +412,15 @@ def rehash_command(
     """Accept a changed migration: rewrite migrations.sum and record the new checksums in the ledger."""
     from delta_contracts.apply import rehash
     from delta_contracts.cli.common import load_valid_contracts
-    from delta_contracts.paths import OutsideRoot
-    from delta_contracts.plan.migrations import IntegrityError, table_folder
+    from delta_contracts.plan.migrations import table_folder
 
     contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)
-    try:
-        folder = table_folder(root, contract_id)
-    except OutsideRoot as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+    folder = table_folder(root, contract_id)
     if not folder.is_dir():
-        print(f"error: {folder}: no migrations folder", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
-    try:
-        with _ledger(contracts, engine, url, warehouse, conf) as ledger:
-            changed = rehash(ledger, root, contract_id, reason=reason)
-    except IntegrityError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+        raise UsageError(f"{folder}: no migrations folder")
+    with _ledger(contracts, engine, url, warehouse, conf) as ledger:
+        changed = rehash(ledger, root, contract_id, reason=reason)
     print(f"{contract_id}: migrations.sum rewritten")
     for migration_id in changed:
         print(f"  {migration_id}: new checksum recorded ({reason})")
@@ -437,26 +444,18 @@ def discard_command(
     a pre-check or never ran, or it is a versioned migration stopped before its cutover, whose new table is
     dropped. The fixed contract is then planned again at the same version. Exit 2 when it reached the
     table."""
-    from delta_contracts.apply import DiscardRefused, discard
+    from delta_contracts.apply import discard
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.cli.tables import _open
     from delta_contracts.contract.load import display_path
-    from delta_contracts.engine.base import EngineError
-    from delta_contracts.errors import TableHeldError
-    from delta_contracts.plan.migrations import IntegrityError
     from delta_contracts.state.lease import Lease
     from delta_contracts.state.ledger import Ledger
 
     contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)
-    try:
-        with _open(contracts, engine, url, warehouse, conf=conf) as live, Lease(live.state_dir, contract_id):
-            done = discard(
-                Ledger(live.ledger_table()), root, contract_id, migration_id, reason=reason, engine=live
-            )
-    except (DiscardRefused, IntegrityError, EngineError, TableHeldError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+    with _open(contracts, engine, url, warehouse, conf=conf) as live, Lease(live.state_dir, contract_id):
+        ledger = Ledger(live.ledger_table())
+        done = discard(ledger, root, contract_id, migration_id, reason=reason, engine=live)
     for table in done.dropped:
         print(f"dropped {table}: {migration_id} created it, and it never served a reader")
     for path in done.removed:

@@ -6,10 +6,11 @@ import sys
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from delta_contracts.cli.errors import EngineStartError, UsageError
 from delta_contracts.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -18,7 +19,9 @@ if TYPE_CHECKING:
     from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.errors import Problem
     from delta_contracts.contract.load import LoadedContract, LoadedProject
+    from delta_contracts.engine.base import Engine
     from delta_contracts.engine.select import EngineChoice
+    from delta_contracts.target import Target
 
 # The commands' exit codes (delta_contracts.errors.ExitCode), by the names the commands use.
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT = ExitCode.OK, ExitCode.FAILED, ExitCode.BAD_INPUT
@@ -72,9 +75,18 @@ def existing_paths(paths: list[Path] | None) -> list[Path]:
     roots = default_paths(paths)
     missing = [p for p in roots if not p.exists()]
     if missing:
-        print(f"error: no such file or folder: {', '.join(map(str, missing))}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        raise UsageError(f"no such file or folder: {', '.join(map(str, missing))}")
     return roots
+
+
+def chosen_target(project: LoadedProject, flag: str | None) -> Target:
+    """The `--target` flag's target, else contracts.yml's; an unknown one ends the command (exit 2)."""
+    from delta_contracts.target import Target
+
+    try:
+        return Target(flag) if flag else project.project.target
+    except ValueError:
+        raise UsageError(f"--target must be one of {', '.join(t.value for t in Target)}") from None
 
 
 def print_problems(problems: list[Problem] | tuple[Problem, ...]) -> None:
@@ -98,6 +110,7 @@ def chosen_environment(project: LoadedProject, flag: str | None) -> str | None:
     """The environment `--env` (or DELTA_CONTRACTS_ENV) names; one contracts.yml does not declare ends the
     command (exit 2) at the `environments:` line."""
     from delta_contracts.contract.environments import environment_name, unknown_environment
+    from delta_contracts.contract.errors import ContractError
     from delta_contracts.contract.project import PROJECT_FILE
     from delta_contracts.contract.yamlsource import Path as FieldPath
 
@@ -111,8 +124,7 @@ def chosen_environment(project: LoadedProject, flag: str | None) -> str | None:
         from delta_contracts.contract.load import display_path
 
         where = Location(display_path(project.root / PROJECT_FILE), 1, 1)
-    print_problems([unknown_environment(name, list(project.project.environments), where)])
-    raise typer.Exit(EXIT_INPUT)
+    raise ContractError([unknown_environment(name, list(project.project.environments), where)])
 
 
 def load_valid_contracts(paths: list[Path] | None, env: str | None = None) -> ContractSet:
@@ -134,22 +146,17 @@ def load_valid_contracts(paths: list[Path] | None, env: str | None = None) -> Co
     problems.extend(lint_many(loaded))
     problems = list(dict.fromkeys(problems))  # a broken contracts.yml is reported once, not per contract
     if problems:
-        print_problems(sorted(problems, key=lambda p: p.location))
-        print("fix the contracts first (delta-contracts lint)", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
-    try:
-        project = project_for(roots[0])
-    except ContractError as err:
-        print_problems(err.problems)
-        raise typer.Exit(err.exit_code) from None
+        unusable = ContractError(sorted(problems, key=lambda p: p.location))
+        unusable.add_note("fix the contracts first (delta-contracts lint)")
+        raise unusable
+    project = project_for(roots[0])
     environment = chosen_environment(project, env)
     if project.project.environments:
         from delta_contracts.contract.environment_checks import contract_problems
 
         mapped = contract_problems(project.project, project.source, project.root, loaded)
         if mapped:
-            print_problems(mapped)
-            raise typer.Exit(EXIT_INPUT)
+            raise ContractError(mapped)
     return ContractSet(loaded, project, environment)
 
 
@@ -170,13 +177,11 @@ def migrations_root(contracts: ContractSet, override: Path | None = None) -> Pat
             and not table_folder(root, item.contract.id).is_dir()
         ]
         if stray:
-            print(
-                f"error: the migrations of {', '.join(stray)} are in {display_path(other)}, but this "
+            raise UsageError(
+                f"the migrations of {', '.join(stray)} are in {display_path(other)}, but this "
                 f"project's migrations folder is {display_path(root)}: set `migrations:` in contracts.yml "
-                "(relative to it) to the folder that holds them, or move them",
-                file=sys.stderr,
+                "(relative to it) to the folder that holds them, or move them"
             )
-            raise typer.Exit(EXIT_INPUT)
     return root
 
 
@@ -190,19 +195,43 @@ def choose_engine(
 ) -> EngineChoice:
     """The engine the flags, the environment variables and contracts.yml (`environment`'s settings, when
     one is chosen) choose; a wrong choice (an unknown engine, connect without a URL, a bad `--conf`) ends
-    the command with its reason (exit 2)."""
-    from delta_contracts.engine.base import EngineChoiceError
+    the command with its reason (EngineChoiceError, exit 2)."""
     from delta_contracts.engine.select import choose
 
+    return choose(
+        name=engine,
+        url=url,
+        warehouse=warehouse,
+        project=project.project.engine_settings(environment),
+        project_root=project.root,
+        conf=conf,
+    )
+
+
+def start_engine(choice: EngineChoice, *, allow_rewrite: bool = False, jars_hint: bool = False) -> Engine:
+    """The chosen engine, started. One that cannot start (a JVM, jars, a server or a URL is missing) ends the
+    command (EngineStartError, exit 2) with the first line of why; `jars_hint`: for spark, also say when
+    delta-spark's jars are what is missing."""
+    from delta_contracts.contract.errors import first_line
+    from delta_contracts.engine.select import open_engine
+
     try:
-        return choose(
-            name=engine,
-            url=url,
-            warehouse=warehouse,
-            project=project.project.engine_settings(environment),
-            project_root=project.root,
-            conf=conf,
-        )
-    except EngineChoiceError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+        return open_engine(choice, allow_rewrite=allow_rewrite)
+    except Exception as err:  # anything: what failed is the engine's own start, whatever it raised
+        notes: list[str] = []
+        if jars_hint and choice.name == "spark":
+            from delta_contracts.engine.spark import delta_jars_available
+
+            available, why = delta_jars_available()
+            if not available:
+                notes.append(f"hint: {why}")
+        raise EngineStartError(f"cannot start the {choice.name} engine: {first_line(err)}", *notes) from None
+
+
+def spark_of(engine: Engine) -> Any:
+    """The engine's Spark session, which reading query-history sources needs; an engine without one ends
+    the command (exit 2)."""
+    spark = getattr(engine, "spark", None)
+    if spark is None:
+        raise UsageError(f"the {engine.name} engine has no Spark session to read sources with")
+    return spark

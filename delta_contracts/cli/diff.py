@@ -10,12 +10,12 @@ import typer
 
 from delta_contracts.cli.common import (
     EXIT_FINDINGS,
-    EXIT_INPUT,
     EXIT_OK,
     FormatOption,
     OutputFormat,
     existing_paths,
 )
+from delta_contracts.cli.errors import UsageError
 
 # `--readers` (the code is in cli/readers.py, imported only when asked: a plain diff loads nothing more)
 ReadersOption = Annotated[
@@ -89,8 +89,7 @@ def diff_command(
     skipped = 0
     if base is None:
         if len(given) != 2:
-            print("error: give OLD and NEW contract files, or --base REF", file=sys.stderr)
-            raise typer.Exit(EXIT_INPUT)
+            raise UsageError("give OLD and NEW contract files, or --base REF")
         pairs: list[tuple[LoadedContract | None, LoadedContract | None]] = []
         old_project, note = _projects_of_pair(given[0], given[1])
         if note:
@@ -101,14 +100,10 @@ def diff_command(
         except ContractError as err:
             problems.extend(err.problems)
     else:
-        from delta_contracts.diff.gitbase import GitError, contracts_at
+        from delta_contracts.diff.gitbase import contracts_at
 
         roots = existing_paths(given)
-        try:
-            before = contracts_at(base, roots)
-        except GitError as err:
-            print(f"error: {err}", file=sys.stderr)
-            raise typer.Exit(err.exit_code) from None
+        before = contracts_at(base, roots)
         problems.extend(before.problems)
         unchanged = set(before.unchanged)
         current: list[LoadedContract] = []
@@ -128,9 +123,7 @@ def diff_command(
 
             for line in problem_annotations(problems):
                 print(line)
-        for problem in problems:
-            print(str(problem), file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        raise ContractError(problems)
     project = project_for(given[-1] if given else Path("contracts"))
     results = [_compare(old, new, project.project.target) for old, new in pairs]
     who = None

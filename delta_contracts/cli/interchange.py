@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, PathsArgument, print_problems
+from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_OK, PathsArgument, print_problems
+from delta_contracts.cli.errors import UsageError
 
 import_app = typer.Typer(help="Turn another format into a contract.", no_args_is_help=True)
 export_app = typer.Typer(help="Write a contract in another format.", no_args_is_help=True)
@@ -44,19 +45,14 @@ def import_odcs(
     from delta_contracts.contract.lint import lint
     from delta_contracts.contract.load import display_path, parse_contract, project_for
     from delta_contracts.contract.yamlsource import read_yaml
-    from delta_contracts.interchange.odcs_import import OdcsError, from_odcs
+    from delta_contracts.interchange.odcs_import import from_odcs
 
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        print(f"error: cannot read {file}: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
-    try:
-        document, source = read_yaml(text, display_path(file))
-        imported = from_odcs(document, source, owner=owner)
-    except (ContractError, OdcsError) as err:
-        print_problems(err.problems)
-        raise typer.Exit(err.exit_code) from None
+        raise UsageError(f"cannot read {file}: {err}") from None
+    document, source = read_yaml(text, display_path(file))
+    imported = from_odcs(document, source, owner=owner)
     for warning in imported.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     yaml_text = _contract_yaml(imported.contract)
@@ -64,10 +60,9 @@ def import_odcs(
     try:
         loaded = parse_contract(yaml_text, target, project_for(target.parent))
     except ContractError as err:
-        print_problems(err.problems)
         if any("owner" in p.field for p in err.problems):
-            print("hint: give --owner TEAM, or set defaults.owner in contracts.yml", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+            err.add_note("hint: give --owner TEAM, or set defaults.owner in contracts.yml")
+        raise
     findings = lint(loaded)
     _emit(yaml_text, output)
     print_problems(findings)
@@ -96,13 +91,11 @@ def export_odcs(
     found = [c for c in contracts.contracts if c.contract.id.casefold() == contract_id.casefold()]
     if not found:
         known = ", ".join(sorted(c.contract.id for c in contracts.contracts)) or "none"
-        print(f"error: no contract '{contract_id}' (known: {known})", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        raise UsageError(f"no contract '{contract_id}' (known: {known})")
     document = to_odcs(found[0].contract)
     invalid = schema_errors(document)
     if invalid:  # a mapping defect of ours: say so rather than write a file other tools refuse
-        for path, message in invalid:
-            print(f"error: the export breaks the ODCS schema at {list(path)}: {message}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        first, *more = [f"the export breaks the ODCS schema at {list(path)}: {why}" for path, why in invalid]
+        raise UsageError(first, *(f"error: {line}" for line in more))
     _emit(yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110), output)
     raise typer.Exit(EXIT_OK)

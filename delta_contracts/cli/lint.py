@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,6 +17,7 @@ from delta_contracts.cli.common import (
     PathsArgument,
     existing_paths,
 )
+from delta_contracts.cli.errors import UsageError
 
 if TYPE_CHECKING:
     from delta_contracts.contract.errors import Problem
@@ -99,6 +99,5 @@ def schema_command(
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(text, encoding="utf-8")
     except OSError as err:
-        print(f"error: cannot write {output}: {err.strerror or err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        raise UsageError(f"cannot write {output}: {err.strerror or err}") from None
     print(f"wrote {display_path(output)}")

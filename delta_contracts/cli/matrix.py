@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
-import typer
-
 from delta_contracts.apply.status import cell_summary
-from delta_contracts.cli.common import EXIT_INPUT, ContractSet, OutputFormat
+from delta_contracts.cli.common import ContractSet, OutputFormat
+from delta_contracts.cli.errors import UsageError, report
+from delta_contracts.errors import InputError
 
 # `status`'s rows of one environment (cli.tables.status_rows), passed in: this module sits below `status`.
 StatusRows = Callable[[ContractSet, None, None, None, "list[str] | None"], list[dict[str, object]]]
@@ -25,8 +24,7 @@ def matrix_cells(
     """One cell per contract and environment, in `promote:` order (then the other environments)."""
     project = contracts.project.project
     if not project.environments:
-        print("error: --all-envs: contracts.yml declares no environments", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
+        raise UsageError("--all-envs: contracts.yml declares no environments")
     order = [*project.promote, *(n for n in project.environments if n not in project.promote)]
     cells: list[dict[str, object]] = []
     for name in order:
@@ -34,7 +32,8 @@ def matrix_cells(
         waiting = _waiting(here)
         try:
             rows = _unapplied(here) or status_rows(here, None, None, None, conf)
-        except typer.Exit:  # its engine could not start, or its warehouse is not there: said above
+        except InputError as err:  # its engine could not start, or its warehouse is not there
+            report(err)  # the other environments' cells still follow
             why = f"{name} could not be read (see the error above)"
             rows = [{"contract": c.contract.id, "error": why} for c in contracts.contracts]
         for row in rows:

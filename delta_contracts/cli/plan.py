@@ -16,6 +16,7 @@ from delta_contracts.cli.common import (
     FormatOption,
     OutputFormat,
     PathsArgument,
+    chosen_target,
 )
 
 
@@ -47,15 +48,10 @@ def plan_command(
         write_migration,
     )
     from delta_contracts.plan.planner import PlanError
-    from delta_contracts.target import Target
 
     loaded = load_valid_contracts(paths)
     project = loaded.project
-    try:
-        chosen = Target(target) if target else project.project.target
-    except ValueError:
-        print(f"error: --target must be one of {', '.join(t.value for t in Target)}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    chosen = chosen_target(project, target)
     root = migrations_root(loaded, migrations)
     results: list[dict[str, object]] = []
     failed = False
@@ -107,7 +103,7 @@ def plan_command(
         )
     _print(results, fmt)
     if refused_input:  # a change that would lose what the contract declares: refused as bad input
-        raise typer.Exit(int(ExitCode.BAD_INPUT))
+        raise typer.Exit(EXIT_INPUT)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
 
 

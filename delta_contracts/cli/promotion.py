@@ -10,9 +10,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from delta_contracts.cli.common import EXIT_INPUT, ContractSet
+from delta_contracts.cli.common import ContractSet
+from delta_contracts.cli.errors import EngineStartError
 
 if TYPE_CHECKING:
     from delta_contracts.apply.promotion import Promotion
@@ -57,12 +56,10 @@ def _ledger_of(contracts: ContractSet, name: str, engines: ExitStack) -> Ledger:
         ledger = Ledger(live.ledger_table())
         ledger.entries([])  # readable now, or said now (not halfway through the run)
     except Exception as err:  # the engine could not start (StateTableError: the table is unreadable)
-        print(
-            f"error: promote: cannot read the ledger of {name}, the catalog table {choice.ledger}, through "
+        raise EngineStartError(
+            f"promote: cannot read the ledger of {name}, the catalog table {choice.ledger}, through "
             f"{name}'s {choice.name} engine ({choice.url or choice.warehouse}): {first_line(err)}. Run "
             f"`apply --env {contracts.environment}` where {name}'s engine can be reached (its url, "
-            f"credentials and catalog), or keep {name}'s ledger in its warehouse (no `ledger:`)",
-            file=sys.stderr,
-        )
-        raise typer.Exit(EXIT_INPUT) from None
+            f"credentials and catalog), or keep {name}'s ledger in its warehouse (no `ledger:`)"
+        ) from None
     return ledger

@@ -9,9 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import typer
-
-from delta_contracts.cli.common import EXIT_INPUT, OutputFormat
+from delta_contracts.cli.common import OutputFormat
 
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedContract, LoadedProject
@@ -60,33 +58,16 @@ def readers_of(
 def _from_sources(
     changes: list[ContractChange], sources: Sequence[str], choice: EngineChoice, now: datetime
 ) -> Telemetry:
-    from delta_contracts.engine.select import open_engine
+    from delta_contracts.cli.common import spark_of, start_engine
     from delta_contracts.telemetry.impact import source_telemetry, watched_for
-    from delta_contracts.telemetry.sources import SourceError, parse_source, read_source
+    from delta_contracts.telemetry.sources import parse_source, read_source
 
-    try:
-        specs = [parse_source(s) for s in sources]
-    except SourceError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+    specs = [parse_source(s) for s in sources]
     print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
-    try:
-        live = open_engine(choice)
-    except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
-    with live:
-        spark = getattr(live, "spark", None)
-        if spark is None:
-            print(f"error: the {live.name} engine has no Spark session to read sources with", file=sys.stderr)
-            raise typer.Exit(EXIT_INPUT)
-        try:
-            frames = [(spec.name, read_source(spark, spec)) for spec in specs]
-            return source_telemetry(spark, frames, watched_for(changes), now)
-        except SourceError as err:
-            print(f"error: {err}", file=sys.stderr)
-            raise typer.Exit(err.exit_code) from None
+    with start_engine(choice) as live:
+        spark = spark_of(live)
+        frames = [(spec.name, read_source(spark, spec)) for spec in specs]
+        return source_telemetry(spark, frames, watched_for(changes), now)
 
 
 def with_readers(text: str, fmt: OutputFormat, items: list[ObjectReaders], telemetry: Telemetry) -> str:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, ConfOption, EnvOption, PathsArgument
+from delta_contracts.cli.common import EXIT_OK, ConfOption, EnvOption, PathsArgument
+from delta_contracts.cli.errors import UsageError
 
 
 def site_command(
@@ -51,20 +51,15 @@ def site_command(
     project = contracts.project
     choice = choose_engine(project, engine, url, warehouse, conf or (), contracts.environment)
     if validation is not None and not validation.is_file():
-        print(f"error: --validation {validation}: no such file", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
-    try:
-        names = contracts.names
-        if engine is None:
-            site = gather(contracts.contracts, project, choice.warehouse, validation=validation, names=names)
-        else:
-            from delta_contracts.cli.tables import _open
+        raise UsageError(f"--validation {validation}: no such file")
+    names = contracts.names
+    if engine is None:
+        site = gather(contracts.contracts, project, choice.warehouse, validation=validation, names=names)
+    else:
+        from delta_contracts.cli.tables import _open
 
-            with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
-                site = gather(contracts.contracts, project, choice.warehouse, live, validation, names=names)
-    except ValueError as err:  # an unreadable --validation file (json.JSONDecodeError is a ValueError)
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+        with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
+            site = gather(contracts.contracts, project, choice.warehouse, live, validation, names=names)
     if project.project.environments:
         from dataclasses import replace
 

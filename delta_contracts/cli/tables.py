@@ -11,7 +11,6 @@ import typer
 
 from delta_contracts.cli.common import (
     EXIT_FINDINGS,
-    EXIT_INPUT,
     EXIT_OK,
     ConfOption,
     ContractSet,
@@ -20,6 +19,7 @@ from delta_contracts.cli.common import (
     OutputFormat,
     PathsArgument,
 )
+from delta_contracts.cli.errors import UsageError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -63,9 +63,7 @@ def _open(
 ) -> Engine:
     """The engine the flags, environment and contracts.yml choose. A read-only command (status, drift)
     never creates a warehouse: a folder that does not exist is a mistake (a mistyped --warehouse)."""
-    from delta_contracts.cli.common import choose_engine
-    from delta_contracts.contract.errors import first_line
-    from delta_contracts.engine.select import open_engine
+    from delta_contracts.cli.common import choose_engine, start_engine
 
     project = contracts.project
     choice = choose_engine(project, engine, url, warehouse, conf or (), contracts.environment)
@@ -76,35 +74,19 @@ def _open(
 
         missing = choice.missing_warehouse(active_session=active_spark_session() is not None)
         if missing is not None:
-            print(f"error: {missing}", file=sys.stderr)
-            raise typer.Exit(EXIT_INPUT)
+            raise UsageError(missing)
     from delta_contracts.engine.spark import quiet_query_context_loggers
 
     quiet_query_context_loggers()
-    try:
-        return open_engine(choice, allow_rewrite=allow_rewrite)
-    except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
-        reason = first_line(err)
-        print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
-        if choice.name == "spark":
-            from delta_contracts.engine.spark import delta_jars_available
-
-            available, why = delta_jars_available()
-            if not available:
-                print(f"hint: {why}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    return start_engine(choice, allow_rewrite=allow_rewrite, jars_hint=True)
 
 
 def _ledger_entries(live: Engine) -> list[LedgerEntry]:
-    """Every ledger row; an unreadable ledger ends the command (exit 2) with its name and why."""
+    """Every ledger row; an unreadable ledger ends the command (StateTableError, exit 2) with its name and
+    why."""
     from delta_contracts.state.ledger import Ledger
-    from delta_contracts.state.state_table import StateTableError
 
-    try:
-        return Ledger(live.ledger_table()).entries()
-    except StateTableError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+    return Ledger(live.ledger_table()).entries()
 
 
 def _physical(contracts: ContractSet, contract: Contract) -> tuple[TableId, str | None]:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from delta_contracts.cli.common import EXIT_INPUT, EXIT_OK, EnvOption, default_paths
+from delta_contracts.cli.common import EXIT_OK, EnvOption, default_paths, spark_of
+from delta_contracts.cli.errors import UsageError
 
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedProject
@@ -99,7 +100,7 @@ def collect_command(
 
     from delta_contracts.engine.spark_sql_names import engine_fallback_parser
     from delta_contracts.telemetry.pipeline import collect
-    from delta_contracts.telemetry.sources import SourceError, read_source
+    from delta_contracts.telemetry.sources import read_source
 
     specs = _specs(source, text_column, user_column, time_column, id_column, client_column)
     loaded, environment = _contracts(contracts, env)
@@ -120,21 +121,17 @@ def collect_command(
                 ) -> None:
                     bar.update(task, description=f"{name}: {stage}", completed=done, total=total or None)
 
-                try:
-                    frame = read_source(_spark(live), spec)
-                    result = collect(
-                        _spark(live),
-                        frame,
-                        spec.name,
-                        watched,
-                        state_dir,
-                        overlap=timedelta(hours=overlap_hours),
-                        progress=progress,
-                        fallback_parser=engine_fallback_parser(live),
-                    )
-                except SourceError as err:
-                    print(f"error: {err}", file=sys.stderr)
-                    raise typer.Exit(err.exit_code) from None
+                frame = read_source(spark_of(live), spec)
+                result = collect(
+                    spark_of(live),
+                    frame,
+                    spec.name,
+                    watched,
+                    state_dir,
+                    overlap=timedelta(hours=overlap_hours),
+                    progress=progress,
+                    fallback_parser=engine_fallback_parser(live),
+                )
             mark = f"{result.watermark:%Y-%m-%d %H:%M:%S} UTC" if result.watermark else "none"
             kinds = ", ".join(f"{kind}: {n}" for kind, n in sorted(result.errors.items()))
             print(
@@ -164,7 +161,7 @@ def extract_command(
     from delta_contracts.engine.spark_sql_names import engine_fallback_parser
     from delta_contracts.telemetry.names import Names
     from delta_contracts.telemetry.pipeline import extracted_statements
-    from delta_contracts.telemetry.sources import SourceError, read_source
+    from delta_contracts.telemetry.sources import read_source
 
     specs = _specs(source, text_column, user_column, time_column, id_column, client_column)
     loaded, environment = _contracts(contracts, env)
@@ -173,25 +170,19 @@ def extract_command(
         watched = _watched(live, loaded, None)
         names = Names.load(live.ledger_table())
         for spec in specs:
-            try:
-                frame = read_source(_spark(live), spec)
-                rows = extracted_statements(frame, watched, fallback_parser=engine_fallback_parser(live))
-                for row in rows.toLocalIterator():
-                    # A view's columns are those it served when the statement ran (not every one it ever had).
-                    served = [
-                        c for c in row["columns_read"] or [] if names.canonical(c, row["statement_time"])
-                    ]
-                    line = {
-                        "statement_id": row["statement_id"],
-                        "tables_read": list(row["tables_read"] or []),
-                        "tables_written": list(row["tables_written"] or []),
-                        "columns_read": served,
-                        "error": row["error"],
-                    }
-                    print(json.dumps(line, ensure_ascii=False))
-            except SourceError as err:
-                print(f"error: {err}", file=sys.stderr)
-                raise typer.Exit(err.exit_code) from None
+            frame = read_source(spark_of(live), spec)
+            rows = extracted_statements(frame, watched, fallback_parser=engine_fallback_parser(live))
+            for row in rows.toLocalIterator():
+                # A view's columns are those it served when the statement ran (not every one it ever had).
+                served = [c for c in row["columns_read"] or [] if names.canonical(c, row["statement_time"])]
+                line = {
+                    "statement_id": row["statement_id"],
+                    "tables_read": list(row["tables_read"] or []),
+                    "tables_written": list(row["tables_written"] or []),
+                    "columns_read": served,
+                    "error": row["error"],
+                }
+                print(json.dumps(line, ensure_ascii=False))
     raise typer.Exit(EXIT_OK)
 
 
@@ -273,27 +264,22 @@ def retire_command(
     """Retire a source nobody will collect again (a one-off export): the gate stops requiring it to be fresh
     and to cover the window; the reads it logged still count. Collecting it again brings it back."""
     from delta_contracts.state.ledger import who
-    from delta_contracts.telemetry.log import retire_source
+    from delta_contracts.telemetry.log import RetireError, retire_source
 
     state = _choice(_contracts(contracts, env)[1], None, None, warehouse).warehouse / "_delta_contracts"
     try:
         done = retire_source(state, source, reason, who()[0], datetime.now(UTC))
-    except ValueError as err:
-        print(f"error: --source {source}: {err}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    except RetireError as err:
+        raise UsageError(f"--source {source}: {err}") from None
     print(f"retired {done.source} at {done.at:%Y-%m-%d %H:%M:%S} UTC: {done.reason}")
     raise typer.Exit(EXIT_OK)
 
 
 def _specs(sources: list[str], *columns: str | None) -> list[SourceSpec]:
-    from delta_contracts.telemetry.sources import ROLES, SourceError, parse_source
+    from delta_contracts.telemetry.sources import ROLES, parse_source
 
     named = dict(zip(ROLES, columns, strict=True))
-    try:
-        return [parse_source(s, {k: v for k, v in named.items() if v}) for s in sources]
-    except SourceError as err:
-        print(f"error: {err}", file=sys.stderr)
-        raise typer.Exit(err.exit_code) from None
+    return [parse_source(s, {k: v for k, v in named.items() if v}) for s in sources]
 
 
 def _contracts(paths: list[Path] | None, env: str | None) -> tuple[list[Contract], str | None]:
@@ -326,29 +312,16 @@ def _choice(
 
 
 def _engine(choice: EngineChoice) -> Engine:
-    from delta_contracts.engine.select import open_engine
+    from delta_contracts.cli.common import start_engine
 
     print(f"engine: {choice.name} ({choice.url or choice.warehouse})", file=sys.stderr)
-    try:
-        return open_engine(choice)
-    except Exception as err:  # the engine could not start: a JVM, jars, a server or a URL is missing
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    return start_engine(choice)
 
 
 def _watched(engine: Engine, contracts: list[Contract], objects: list[str] | None) -> Any:
     from delta_contracts.telemetry.objects import watched_on
 
     return watched_on(engine, contracts, objects or ())
-
-
-def _spark(engine: Engine) -> Any:
-    spark = getattr(engine, "spark", None)
-    if spark is None:
-        print(f"error: the {engine.name} engine has no Spark session to read sources with", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT)
-    return spark
 
 
 def _since(text: str | None) -> datetime | None:
@@ -358,9 +331,8 @@ def _since(text: str | None) -> datetime | None:
         if text.endswith("d") and text[:-1].isdigit():
             return datetime.now(UTC) - timedelta(days=int(text[:-1]))
         return datetime.fromisoformat(text).replace(tzinfo=UTC)
-    except ValueError:
-        print(f"error: --since {text!r}: use YYYY-MM-DD or a number of days like 30d", file=sys.stderr)
-        raise typer.Exit(EXIT_INPUT) from None
+    except ValueError:  # int() or fromisoformat(): the text is no date and no number of days
+        raise UsageError(f"--since {text!r}: use YYYY-MM-DD or a number of days like 30d") from None
 
 
 def _ledger_rows(state: Path) -> list[LedgerEntry]:

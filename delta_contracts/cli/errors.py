@@ -32,14 +32,9 @@ class UsageError(InputError):
             self.add_note(note)
 
 
-class EngineStartError(InputError):
+class EngineStartError(UsageError):
     """The chosen engine could not start (a JVM, jars, a server or a URL is missing), or could not read what
     the command needs through it."""
-
-    def __init__(self, message: str, *notes: str) -> None:
-        super().__init__(message)
-        for note in notes:
-            self.add_note(note)
 
 
 def report(err: DeltaContractsError) -> None:

@@ -40,7 +40,7 @@ def spark_parser_available() -> tuple[bool, str]:
 
 @cache
 def classic_session() -> Any:
-    from delta_contracts.engine.spark import local_delta_session
+    from delta_contracts.engine.spark.session import local_delta_session
     from tests.engine.session_conf import FAST_SMALL_QUERIES
 
     warehouse = Path(tempfile.mkdtemp(prefix="dc-spark-parser-"))

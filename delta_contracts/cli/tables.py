@@ -78,7 +78,7 @@ def _open(
         if missing is not None:
             print(f"error: {missing}", file=sys.stderr)
             raise typer.Exit(EXIT_INPUT)
-    from delta_contracts.engine.spark import quiet_query_context_loggers
+    from delta_contracts.engine.spark.errors import quiet_query_context_loggers
 
     quiet_query_context_loggers()
     try:
@@ -87,7 +87,7 @@ def _open(
         reason = first_line(err)
         print(f"error: cannot start the {choice.name} engine: {reason}", file=sys.stderr)
         if choice.name == "spark":
-            from delta_contracts.engine.spark import delta_jars_available
+            from delta_contracts.engine.spark.session import delta_jars_available
 
             available, why = delta_jars_available()
             if not available:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from delta_contracts.engine.local_routes import TableFacts
+from delta_contracts.engine.local.routes import TableFacts
 from delta_contracts.plan.ops import Op
 
 

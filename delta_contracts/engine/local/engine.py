@@ -32,13 +32,14 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from delta_contracts.contract.errors import first_line
-from delta_contracts.engine import deltalog, rewrite
+from delta_contracts.engine import deltalog
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.capabilities import How
-from delta_contracts.engine.delta_spark_path import DELTA_SPARK_URL_ENV, DeltaSparkPath
-from delta_contracts.engine.local_ops import LOCAL, LOCAL_OPS, create_statement
-from delta_contracts.engine.local_routes import TableFacts
-from delta_contracts.engine.rewrite import StepHook
+from delta_contracts.engine.local import rewrite
+from delta_contracts.engine.local.delta_spark import DELTA_SPARK_URL_ENV, DeltaSparkPath
+from delta_contracts.engine.local.ops import LOCAL, LOCAL_OPS, create_statement
+from delta_contracts.engine.local.rewrite import StepHook
+from delta_contracts.engine.local.routes import TableFacts
 from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.live import Commit, LiveTable
 from delta_contracts.paths import OutsideRoot, inside

@@ -35,7 +35,7 @@ from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
 
 if TYPE_CHECKING:
-    from delta_contracts.engine.spark import SparkEngine
+    from delta_contracts.engine.spark.engine import SparkEngine
 
 Statement = Callable[["SparkEngine", Any, int], "str | None"]  # (engine, op, attempt from 0)
 

@@ -24,11 +24,12 @@ from delta_contracts.engine.spark.describe import TableInformation, TablePropert
 from delta_contracts.engine.spark.errors import error_condition, errors_expected, spark_statement_errors
 from delta_contracts.engine.spark.hold import ProducerHold
 from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
+from delta_contracts.engine.spark.state_table import CatalogStateTable
 from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
-from delta_contracts.state.state_table import CatalogStateTable, StateTable
+from delta_contracts.state.state_table import StateTable
 from delta_contracts.tableid import TableId
 
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"

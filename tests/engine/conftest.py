@@ -20,7 +20,7 @@ from tests.tiers import EXHAUSTIVE
 
 SKIP_SPARK = os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1"
 # Lines a JVM prints at start-up and while it runs, which a command's output must not carry (measured on
-# stderr before the JVM's output went to its log, engine/spark.py `jvm_output_to`): "WARNING: Using
+# stderr before the JVM's output went to its log, engine/spark/session.py `jvm_output_to`): "WARNING: Using
 # incubator modules", "Using Spark's default log4j profile", "WARN NativeCodeLoader", "Setting default log
 # level", and PySpark's JSON lines of SQLQueryContextLogger.
 JVM_NOISE = re.compile(r"WARN|log4j|log level|setLogLevel|SLF4J|^\{\"ts\"", re.MULTILINE)

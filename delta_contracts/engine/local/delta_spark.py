@@ -120,7 +120,7 @@ class DeltaSparkPath:
             )
 
     def run(self, op: Op, statement: exp.Expr, tag: str | None) -> None:
-        """Run `statement`, the op's addressed to its table's location (`local_ops`, `at_location`)."""
+        """Run `statement`, the op's addressed to its table's location (`local.ops`, `at_location`)."""
         session = self.session()
         settings = session_settings(op)
         if tag:

@@ -7,7 +7,7 @@ DROP COLUMNS, and REORG … APPLY (PURGE) after it; enabling column mapping on a
 SET DEFAULT / DROP DEFAULT on a table this engine did not create in this process (Sail commits those and
 then fails); ADD COLUMN on a column-mapped table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables
 whose features delta-rs cannot write (column defaults, type widening). Which path an op takes is decided
-from the Delta log before it runs, by the engine's op table (`local_ops.LOCAL_OPS`). Where delta-spark cannot
+from the Delta log before it runs, by the engine's op table (`local.ops.LOCAL_OPS`). Where delta-spark cannot
 start, such ops are refused before anything runs — unless the engine was opened with `allow_rewrite=True`,
 which rebuilds the table and keeps the old one as a backup (`rewrite`).
 

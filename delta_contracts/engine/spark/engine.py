@@ -4,7 +4,8 @@ Databricks notebooks, clusters, a local session built with `configure_spark_with
 air-gapped sites — a local session whose Delta jars come from the folder named by DELTA_CONTRACTS_DELTA_JARS.
 Table state is read through SQL only (DESCRIBE EXTENDED, SHOW TBLPROPERTIES, DESCRIBE HISTORY, the table's
 schema): delta-spark's Python DeltaTable API needs Delta's Connect server plugin over Spark Connect, SQL does
-not.
+not. The sessions themselves are made in `session` (a local or command-line one) and `connect` (a Spark
+Connect server's, which the `connect` engine runs on).
 """
 
 from __future__ import annotations
@@ -210,7 +211,7 @@ class SparkEngine(Engine):
         self, action: Callable[[int], object], *, what: str, table: TableId | None, holds: bool, retry: bool
     ) -> None:
         """Run `action` (given its attempt number), again after each lost commit race while the patience
-        lasts; from the first lost race on, producers of `table` are held off (`engine.hold`) until it ends,
+        lasts; from the first lost race on, producers of `table` are held off (`spark.hold`) until it ends,
         and every later statement on that table holds them from its first attempt."""
         attempts = itertools.count()
         hold = ProducerHold(table, self._hold_statement) if holds and table is not None else None
@@ -279,7 +280,7 @@ class SparkEngine(Engine):
         return self._version(table)
 
     def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
-        # Not DESCRIBE DETAIL, which replays the table's whole state after every commit (spark_describe).
+        # Not DESCRIBE DETAIL, which replays the table's whole state after every commit (spark.describe).
         table = TableId(table)  # a caller's plain tuple names the table as well
         rows = self._describe_rows("EXTENDED", table)
         if rows is None:

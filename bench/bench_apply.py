@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from delta_contracts.apply import apply
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.plan.migrations import SUM_FILE, compute_sum, migration_files
 from delta_contracts.plan.ops import AddColumn, Backfill, ColumnSpec, CreateTable, Migration, Phase
 from delta_contracts.plan.serialize import migration_to_data

@@ -82,13 +82,14 @@ def measure(name: str, start: Callable[[Path], Any], warehouse: Path) -> dict[st
 
 
 def start_local(warehouse: Path) -> Any:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     return LocalEngine(warehouse)
 
 
 def start_spark(warehouse: Path) -> Any:
-    from delta_contracts.engine.spark import SparkEngine, local_delta_session
+    from delta_contracts.engine.spark.engine import SparkEngine
+    from delta_contracts.engine.spark.session import local_delta_session
 
     session = local_delta_session(warehouse=warehouse)
     return SparkEngine(session, warehouse / "_delta_contracts", owns_session=True)

@@ -195,7 +195,7 @@ def _rss_kb(pid: int) -> int:
 
 def collect_once(root: Path, history: Path, label: str) -> tuple[float, int]:
     """One `collect` of `history` on a fresh local engine; prints its line, returns statements/s."""
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
     from delta_contracts.telemetry.log import read_rows
     from delta_contracts.telemetry.pipeline import collect
     from delta_contracts.telemetry.sources import parse_source, read_source

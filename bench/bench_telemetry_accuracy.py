@@ -31,7 +31,7 @@ def main() -> None:
     args = parser.parse_args()
     fallback: FallbackParser | None = None
     if args.spark:
-        from delta_contracts.engine.spark_sql_names import spark_fallback_parser
+        from delta_contracts.engine.spark.sql_names import spark_fallback_parser
         from tests.spark_parser import classic_session
 
         fallback = spark_fallback_parser(classic_session())

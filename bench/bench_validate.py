@@ -45,10 +45,11 @@ BATCH = (
 
 def open_engine(name: str, warehouse: Path) -> Engine:
     if name == "local":
-        from delta_contracts.engine.local import LocalEngine
+        from delta_contracts.engine.local.engine import LocalEngine
 
         return LocalEngine(warehouse)
-    from delta_contracts.engine.spark import SparkEngine, local_delta_session
+    from delta_contracts.engine.spark.engine import SparkEngine
+    from delta_contracts.engine.spark.session import local_delta_session
 
     return SparkEngine(local_delta_session(warehouse=warehouse), warehouse / "_delta_contracts")
 

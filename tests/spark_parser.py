@@ -1,7 +1,7 @@
 """Spark's own SQL parser, offline: a classic local SparkSession with Delta Lake, used only to parse.
 
 A process has one classic session, and the local engine runs its delta-spark ops on the one already running
-(`engine/delta_spark_path.py`), so a parser session without Delta's extension made every later local drop in
+(`engine/local/delta_spark.py`), so a parser session without Delta's extension made every later local drop in
 the same process fail ("has no Delta Lake extension"): `pytest tests --ignore=tests/engine` failed in
 test_user_journey. With Delta's parser too, a statement parses the same whichever session came first.
 
@@ -40,7 +40,7 @@ def spark_parser_available() -> tuple[bool, str]:
 
 @cache
 def classic_session() -> Any:
-    from delta_contracts.engine.spark import local_delta_session
+    from delta_contracts.engine.spark.session import local_delta_session
     from tests.engine.session_conf import FAST_SMALL_QUERIES
 
     warehouse = Path(tempfile.mkdtemp(prefix="dc-spark-parser-"))

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.engine import capabilities as c
-from delta_contracts.engine import local_ops as lo
 from delta_contracts.engine.capabilities import How
-from delta_contracts.engine.local_ops import LOCAL, LOCAL_OPS
-from delta_contracts.engine.local_routes import TableFacts
-from delta_contracts.engine.spark_ops import SPARK_DATABRICKS, SPARK_OSS_DELTA
+from delta_contracts.engine.local import ops as lo
+from delta_contracts.engine.local.ops import LOCAL, LOCAL_OPS
+from delta_contracts.engine.local.routes import TableFacts
+from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OSS_DELTA
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import (
     AddCheck,

@@ -107,3 +107,21 @@ def test_a_ledger_that_is_no_table_name_is_refused_with_file_line_and_field(
     assert result.exit_code == 2, result.output
     assert f"contracts.yml:{line}" in result.output and "engine.ledger" in result.output, result.output
     assert "is not a table name" in result.output and "Traceback" not in result.output
+
+
+def test_the_engines_old_import_paths_still_find_their_names() -> None:
+    """`delta_contracts.engine.local` and `.spark` were modules before each became a subpackage: the names
+    callers imported from them (the docs' `from delta_contracts.engine.local import LocalEngine`) are still
+    there, imported lazily, and nothing else is."""
+    import delta_contracts.engine.local as local
+    import delta_contracts.engine.spark as spark
+    from delta_contracts.engine.local.engine import LocalEngine
+    from delta_contracts.engine.spark.connect import connect_engine
+    from delta_contracts.engine.spark.engine import SparkEngine
+    from delta_contracts.engine.spark.session import local_delta_session
+
+    assert local.LocalEngine is LocalEngine
+    assert (spark.SparkEngine, spark.connect_engine) == (SparkEngine, connect_engine)
+    assert spark.local_delta_session is local_delta_session
+    with pytest.raises(AttributeError):
+        _ = spark.no_such_name

@@ -131,8 +131,8 @@ MEANINGS = {
         "delta_contracts.apply.runner.ChecksumMismatch",
         "delta_contracts.apply.discard.DiscardRefused",  # discard: exit 2 when it ran
         "delta_contracts.telemetry.sources.SourceError",  # telemetry collect: 2 bad source
-        "delta_contracts.engine.spark_session.SparkConfError",  # a bad option
-        "delta_contracts.engine.spark_session.CatalogLocked",  # another process has the embedded metastore
+        "delta_contracts.engine.spark.session.SparkConfError",  # a bad option
+        "delta_contracts.engine.spark.session.CatalogLocked",  # another process has the embedded metastore
         "delta_contracts.engine.base.EngineChoiceError",  # an engine that cannot start
         "delta_contracts.engine.jars.JarsUnavailable",
         "delta_contracts.state.state_table.StateTableError",
@@ -187,7 +187,7 @@ def test_builtin_bases_are_kept() -> None:
         "delta_contracts.contract.types.TypeParseError": ValueError,
         "delta_contracts.plan.building.PlanError": ValueError,
         "delta_contracts.telemetry.sources.SourceError": ValueError,
-        "delta_contracts.engine.spark_session.SparkConfError": ValueError,
+        "delta_contracts.engine.spark.session.SparkConfError": ValueError,
         "delta_contracts.quality.read.PinNotServedError": LookupError,
         "delta_contracts.quality.write.ContractTableMissingError": LookupError,
         "delta_contracts.quality.locate.ContractNotFoundError": LookupError,

@@ -1,5 +1,6 @@
-"""The producer hold's timing (delta_contracts/engine/hold.py): when `apply` sets it, how long it lasts, and
-that it ends with the op. Executed against Delta by tests/engine/test_live_writers.py (back-to-back cases)."""
+"""The producer hold's timing (delta_contracts/engine/spark/hold.py): when `apply` sets it, how long it lasts,
+and that it ends with the op. Executed against Delta by tests/engine/test_live_writers.py (back-to-back
+cases)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlglot import exp
 
-from delta_contracts.engine.hold import SHORTEST_HOLD, ProducerHold, held_until
+from delta_contracts.engine.spark.hold import SHORTEST_HOLD, ProducerHold, held_until
 from delta_contracts.marks import HOLD
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_contracts.engine.spark_session import (
+from delta_contracts.engine.spark.session import (
     CatalogLocked,
     SparkConfError,
     catalog_locked,

@@ -175,8 +175,8 @@ def test_migration_files_read_back_as_table_ids() -> None:
 JOINS_ALLOWED = {
     "delta_contracts/tableid.py": 1,  # TableId.__str__
     "delta_contracts/sql/names.py": 1,  # a parsed SQL table's name, folded for matching query logs
-    "delta_contracts/engine/spark_sql_names.py": 2,  # names in Spark's parsed plans
-    "delta_contracts/engine/spark_describe.py": 1,  # nested clustering column paths
+    "delta_contracts/engine/spark/sql_names.py": 2,  # names in Spark's parsed plans
+    "delta_contracts/engine/spark/describe.py": 1,  # nested clustering column paths
     "delta_contracts/tables/drift.py": 1,  # the name a view's SQL reads, as written
     "delta_contracts/contract/environment_checks.py": 1,  # a pydantic error's field path, not a table id
 }

@@ -242,7 +242,7 @@ def names(step: Step) -> list[str]:
 
 def test_every_change_kind_on_one_table(project: Path) -> None:
     from delta_contracts.apply import apply
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     contract = project / "contracts/shop/events.yaml"
     rows: list[Row] = []  # what readers must see, by column
@@ -377,7 +377,7 @@ def test_adding_a_contracts_yml_does_not_move_the_history(
 def test_a_failed_migration_is_discarded_and_phases_run_in_order(project: Path) -> None:
     """A migration refused by its pre-check is discarded and planned again once the contract is fixed (it
     never ran: no rehash); `--phase cutover` before expand says what to run; piped output is not wrapped."""
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     contract = project / "contracts/shop/notes.yaml"
     contract.write_text(NOTES_V1.format(version="1.0.0") + NOTE_NULLABLE)
@@ -487,7 +487,7 @@ HUMIDITY_ROUNDED = (
 
 def _readings_at_v1(iot: Path, values: str) -> None:
     """iot.sensor_readings 1.0.0 applied on the embedded engine, holding `values`."""
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     contract = iot / "contracts/iot/sensor_readings.yaml"
     contract.write_text(READINGS.format(version="1.0.0") + HUMIDITY)
@@ -501,7 +501,7 @@ def _readings_at_v1(iot: Path, values: str) -> None:
 
 
 def _ledger(iot: Path, status: str) -> list[LedgerEntry]:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     with LocalEngine(iot / "warehouse") as engine:
         entries = Ledger(engine.ledger_table()).entries(["iot.sensor_readings"])
@@ -532,7 +532,7 @@ def test_an_inexact_inverse_is_refused_by_name(iot: Path) -> None:
 def test_a_lossy_conversion_copies_and_counts_what_it_changed(iot: Path) -> None:
     """Item 1: `convert.lossy: true` lets the copy round 15.411 to 15.41, counts the rows it changed and says
     so in apply's output and the ledger; a value the conversion cannot hold (overflow) is refused still."""
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL), (4, 's2', 1234.5D)")
     contract = iot / "contracts/iot/sensor_readings.yaml"
@@ -571,7 +571,7 @@ def test_a_migration_stopped_before_its_cutover_is_discarded_as_if_never_planned
     so `discard` drops it, removes the migration and records it: the served table's history and the ledger's
     state are what they were before the migration was planned. The contract fixed (lossy declared), the same
     version is planned and applied, and the rows read through the table's name."""
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     _readings_at_v1(iot, "(1, 's1', 15.411D), (2, 's1', 15.41D), (3, 's2', NULL)")
     folder = table_folder(iot / "migrations", "iot.sensor_readings")
@@ -654,7 +654,7 @@ def test_a_pending_migration_is_not_drift(tmp_path: Path, monkeypatch: pytest.Mo
         "0003_2.0.0_to_3.0.0 to 3.0.0 pending (phases cutover, contract not finished)" in p for p in pending
     ), out
     assert any("0002_1.0.0_to_2.0.0 to 2.0.0 pending" in p and "waiting: " in p for p in pending), out
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     with LocalEngine(root / "warehouse") as engine:  # a change made by hand, outside the toolkit
         engine.sql("ALTER TABLE `iot`.`sensor_readings__v2` SET TBLPROPERTIES ('team.note' = 'by hand')")

@@ -59,7 +59,7 @@ def build_held_cutover(root: Path) -> Path:
     """The project as the IoT team had it, in `root`: 1.0.0 and 2.0.0 applied (the drop of __v1 held), a row
     in the table, and 3.0.0 planned with its expand and populate run."""
     from delta_contracts.apply import apply
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     (root / "contracts/iot").mkdir(parents=True)
     (root / "contracts/contracts.yml").write_text(PROJECT)
@@ -150,7 +150,7 @@ def test_status_names_the_stamped_live_table_and_the_next_one(iot: Path) -> None
 
 
 def test_a_pin_of_a_version_not_served_yet_says_so(iot: Path) -> None:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
     from delta_contracts.quality.read import PinNotServedError, resolve
 
     with LocalEngine(iot / "warehouse") as engine, pytest.raises(PinNotServedError) as raised:
@@ -168,7 +168,7 @@ def test_a_pin_of_a_version_not_served_yet_says_so(iot: Path) -> None:
 def test_a_deprecated_pin_names_the_version_served_and_the_time_left_in_words(iot: Path) -> None:
     from datetime import UTC, datetime, timedelta
 
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
     from delta_contracts.quality.read import DeprecatedVersionWarning, read, resolve
 
     with LocalEngine(iot / "warehouse") as engine:
@@ -271,7 +271,7 @@ def test_a_refused_pre_check_shows_its_sample_rows_as_json() -> None:
 
 
 def test_apply_shows_a_version_only_for_an_op_that_committed_it(iot: Path) -> None:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
     from delta_contracts.tableid import TableId
 
     tables = [TableId(("iot", f"sensor_readings__v{n}")) for n in (2, 3)]

@@ -271,7 +271,7 @@ def engine_for(spark_or_engine: Any, migrations: Path) -> Engine:
     project = project_of_migrations(migrations)
     if project is None:
         return as_engine(spark_or_engine)
-    from delta_contracts.engine.spark import SparkEngine
+    from delta_contracts.engine.spark.engine import SparkEngine
 
     choice = choose(
         name="spark", url=None, warehouse=None, project=project.project.engine, project_root=project.root

@@ -220,7 +220,7 @@ def start_engine(choice: EngineChoice, *, allow_rewrite: bool = False, jars_hint
     except Exception as err:  # anything: what failed is the engine's own start, whatever it raised
         notes: list[str] = []
         if jars_hint and choice.name == "spark":
-            from delta_contracts.engine.spark import delta_jars_available
+            from delta_contracts.engine.spark.session import delta_jars_available
 
             available, why = delta_jars_available()
             if not available:

@@ -45,7 +45,7 @@ def _warehouse(*argv: str) -> tuple[str, ...]:
 
 
 def main() -> int:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     started = time.perf_counter()
     _step("the contracts: lint, diff against the last commit, migrations current")
@@ -114,7 +114,7 @@ def main() -> int:
 
 
 def _refused_row() -> None:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     with LocalEngine(WAREHOUSE) as engine:
         statement = (

@@ -75,7 +75,7 @@ def _open(
         missing = choice.missing_warehouse(active_session=active_spark_session() is not None)
         if missing is not None:
             raise UsageError(missing)
-    from delta_contracts.engine.spark import quiet_query_context_loggers
+    from delta_contracts.engine.spark.errors import quiet_query_context_loggers
 
     quiet_query_context_loggers()
     return start_engine(choice, allow_rewrite=allow_rewrite, jars_hint=True)

@@ -98,7 +98,7 @@ def collect_command(
     """Append the reads of deprecated objects to the readers log, incrementally (safe to run daily)."""
     from rich.progress import Progress
 
-    from delta_contracts.engine.spark_sql_names import engine_fallback_parser
+    from delta_contracts.engine.spark.sql_names import engine_fallback_parser
     from delta_contracts.telemetry.pipeline import collect
     from delta_contracts.telemetry.sources import read_source
 
@@ -158,7 +158,7 @@ def extract_command(
     client_column: ClientColumn = None,
 ) -> None:
     """One JSON line per statement: statement_id, tables_read, tables_written, columns_read, error."""
-    from delta_contracts.engine.spark_sql_names import engine_fallback_parser
+    from delta_contracts.engine.spark.sql_names import engine_fallback_parser
     from delta_contracts.telemetry.names import Names
     from delta_contracts.telemetry.pipeline import extracted_statements
     from delta_contracts.telemetry.sources import read_source

@@ -17,9 +17,9 @@ def without_grpc_fork_handlers() -> None:
     `Popen(preexec_fn=...)`, a fork that runs those handlers, so with a Connect client in the process (the
     local engine's Sail session, the connect engine) about one JVM start in eight died before exec
     (JAVA_GATEWAY_EXITED). gRPC reads the variable when it is imported, so it must be set before anything
-    imports `grpc`; a process that imported it earlier is covered by `spark._get_or_create`, which starts the
-    JVM again. Nothing here forks to run gRPC in a child, so the handlers are off, unless the user set the
-    variable."""
+    imports `grpc`; a process that imported it earlier is covered by `spark.session._get_or_create`, which
+    starts the JVM again. Nothing here forks to run gRPC in a child, so the handlers are off, unless the user
+    set the variable."""
     os.environ.setdefault(GRPC_FORK_SUPPORT, "false")
 
 

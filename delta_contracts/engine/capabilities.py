@@ -2,11 +2,11 @@
 
 An op's capability is its usual route, and the cases that send it another way, checked in order. A case's
 condition is a named function of the op and of the table as its Delta log states it
-(`local_routes.TableFacts`). Each engine's op module (`local_ops`, `spark_ops`) gives every op class its
+(`local.routes.TableFacts`). Each engine's op module (`local.ops`, `spark.ops`) gives every op class its
 capability and says the sentences, once; `EngineCapabilities` is the same by kind, which engines read to
 refuse a migration before anything runs (`unsupported_reason`, `check_supported`) and, for the local engine,
 to pick the tool each op runs with. The facts measured behind the local engine's sentences are in
-`local_ops`.
+`local.ops`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from delta_contracts.engine.local_routes import TableFacts
+from delta_contracts.engine.local.routes import TableFacts
 from delta_contracts.plan.ops import Op
 
 
@@ -24,7 +24,7 @@ class How(StrEnum):
     """The tool an op runs with; the values are the `path` an apply reports."""
 
     SQL = "sql"  # one statement: Spark's SQL, or Sail's on the local engine
-    DELTA_RS = "delta-rs"  # a metadata commit through delta-rs (`local_ops`)
+    DELTA_RS = "delta-rs"  # a metadata commit through delta-rs (`local.ops`)
     DELTA_SPARK = "delta-spark"  # the local engine's delta-spark session, on the table's path
     CATALOG = "catalog"  # directory moves and deletes under the local warehouse
     REFUSED = "refused"

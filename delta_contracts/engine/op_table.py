@@ -1,4 +1,4 @@
-"""An engine's per-op code as a table keyed by op class: each engine's op module (`local_ops`, `spark_ops`)
+"""An engine's per-op code as a table keyed by op class: each engine's op module (`local.ops`, `spark.ops`)
 builds one, and its engine looks each op up there instead of testing the op's class."""
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ class EngineChoice:
         # connect: the tables are the server's, and the folder only the ledger's (made on first use)
         needed = self.name == "local" or (self.name == "spark" and self.ledger is None)
         if self.name == "spark" and not active_session:
-            from delta_contracts.engine.spark_session import USER_CATALOG_KEYS
+            from delta_contracts.engine.spark.session import USER_CATALOG_KEYS
 
             user = {**self.spark_conf, **self.command_line_conf}
             needed = needed or not any(key in user for key in USER_CATALOG_KEYS)
@@ -63,7 +63,7 @@ def choose(
     conf: Sequence[str] = (),
 ) -> EngineChoice:
     """`conf`: the command line's `--conf k=v` items (Spark settings for the `spark` engine's session)."""
-    from delta_contracts.engine.spark_session import SparkConfError, parse_conf
+    from delta_contracts.engine.spark.session import SparkConfError, parse_conf
 
     try:
         command_line_conf = parse_conf(conf)
@@ -98,15 +98,16 @@ def active_spark_session() -> object | None:
 def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
     """`allow_rewrite`: the local engine may rebuild a table where delta-spark cannot start (LocalEngine)."""
     if choice.name == "local":
-        from delta_contracts.engine.local import LocalEngine
+        from delta_contracts.engine.local.engine import LocalEngine
 
         return LocalEngine(choice.warehouse, allow_rewrite=allow_rewrite)
     if choice.name == "connect":
-        from delta_contracts.engine.spark import connect_engine
+        from delta_contracts.engine.spark.connect import connect_engine
 
         assert choice.url is not None
         return connect_engine(choice.url, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
-    from delta_contracts.engine.spark import SparkEngine, command_line_session, interrupt_between_calls
+    from delta_contracts.engine.spark.engine import SparkEngine
+    from delta_contracts.engine.spark.session import command_line_session, interrupt_between_calls
 
     session = active_spark_session()
     if session is None:  # the command's own session: Ctrl-C stops it with one line, no Py4J traces
@@ -120,6 +121,6 @@ def as_engine(spark_or_engine: Any) -> Engine:
     the spark engine."""
     if isinstance(spark_or_engine, Engine):
         return spark_or_engine
-    from delta_contracts.engine.spark import SparkEngine
+    from delta_contracts.engine.spark.engine import SparkEngine
 
     return SparkEngine(spark_or_engine)

@@ -193,7 +193,7 @@ def resolve(
 def unreadable_view(engine: Engine, view: TableId) -> str | None:
     """Why the view cannot be read (its first line: a column or table it reads is gone), or None."""
     from delta_contracts.contract.errors import first_line
-    from delta_contracts.engine.spark import spark_errors
+    from delta_contracts.engine.spark.errors import spark_errors
 
     probe = exp.select(exp.Star()).from_(x.table(view)).limit(0)
     try:

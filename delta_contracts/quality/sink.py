@@ -15,12 +15,12 @@ from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
 
 def append(engine: Engine, frame: Any, table: TableId, user_metadata: str) -> None:
     """Append `frame` to the Delta table (created on first append), the commit tagged with `user_metadata`."""
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     if isinstance(engine, LocalEngine):
         _append_local(engine, frame, table, user_metadata)

@@ -56,7 +56,7 @@ def parse_source(text: str, columns: Mapping[str, str] | None = None) -> SourceS
 def read_source(spark: Any, spec: SourceSpec) -> Any:
     """The source as a DataFrame of statements; a source the engine cannot read (no such table, files that
     are not what they claim) is a SourceError naming it."""
-    from delta_contracts.engine.spark import spark_errors
+    from delta_contracts.engine.spark.errors import spark_errors
 
     try:
         return _statements(spark, spec)
@@ -105,7 +105,7 @@ def _read_text_files(spark: Any, path: Path, files: list[Path], *, json: bool) -
     """JSON lines or CSV. Bytes that are not UTF-8 (a damaged export) must not make the whole source
     unreadable (some engines refuse the file, Sail among them): the files are then read through a copy in
     which such bytes are replaced (U+FFFD), so only the statements holding them are affected."""
-    from delta_contracts.engine.spark import spark_errors
+    from delta_contracts.engine.spark.errors import spark_errors
 
     def read(location: Path) -> Any:
         if json:

@@ -32,7 +32,7 @@ import pyspark.sql.connect.session  # noqa: F401
 from delta_contracts.apply import apply
 from delta_contracts.contract.environments import NameMapping
 from delta_contracts.engine import without_grpc_fork_handlers
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 from tests.engine.apply_support import insert_rows
 from tests.engine.recipe_run import create_schema
 
@@ -118,7 +118,7 @@ def _engine(spec: dict[str, Any]) -> Engine:
     warehouse = Path(spec["warehouse"])
     if spec.get("engine", "local") == "local":
         return LocalEngine(warehouse, delta_spark_url=spec.get("delta_spark_url"))
-    from delta_contracts.engine.spark import connect_engine
+    from delta_contracts.engine.spark.connect import connect_engine
 
     engine = connect_engine(spec["url"], warehouse / "_delta_contracts")
     # delta-spark does not create schemas for CREATE TABLE

@@ -25,7 +25,7 @@ MAX_FAILURES = 100  # in a row
 
 
 def hold(spec: dict[str, Any]) -> int:
-    from delta_contracts.engine.spark import command_line_session
+    from delta_contracts.engine.spark.session import command_line_session
 
     session = command_line_session(Path(spec["warehouse"]), {}, {})
     session.sql("SHOW TABLES IN default").collect()  # a command's first statement opens the metastore

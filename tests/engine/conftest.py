@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.spark import delta_jars_available
+from delta_contracts.engine.spark.session import delta_jars_available
 from tests.engine.session_conf import FAST_SMALL_QUERIES, long_lived_jvm
 from tests.tiers import EXHAUSTIVE
 
 SKIP_SPARK = os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1"
 # Lines a JVM prints at start-up and while it runs, which a command's output must not carry (measured on
-# stderr before the JVM's output went to its log, engine/spark.py `jvm_output_to`): "WARNING: Using
+# stderr before the JVM's output went to its log, engine/spark/session.py `jvm_output_to`): "WARNING: Using
 # incubator modules", "Using Spark's default log4j profile", "WARN NativeCodeLoader", "Setting default log
 # level", and PySpark's JSON lines of SQLQueryContextLogger.
 JVM_NOISE = re.compile(r"WARN|log4j|log level|setLogLevel|SLF4J|^\{\"ts\"", re.MULTILINE)
@@ -28,7 +28,7 @@ JVM_NOISE = re.compile(r"WARN|log4j|log level|setLogLevel|SLF4J|^\{\"ts\"", re.M
 
 @pytest.fixture(scope="session")
 def local_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     engine = LocalEngine(tmp_path_factory.mktemp("warehouse"))
     yield engine
@@ -37,7 +37,8 @@ def local_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 @pytest.fixture(scope="session")
 def spark_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
-    from delta_contracts.engine.spark import SparkEngine, local_delta_session
+    from delta_contracts.engine.spark.engine import SparkEngine
+    from delta_contracts.engine.spark.session import local_delta_session
 
     available, why = delta_jars_available()
     if not available:
@@ -73,7 +74,7 @@ def connect_event_logs(connect_url: str, tmp_path_factory: pytest.TempPathFactor
 @pytest.fixture(scope="session")
 def connect_engine(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     """The same delta-spark, reached through the Spark Connect server."""
-    from delta_contracts.engine.spark import connect_engine as open_connect
+    from delta_contracts.engine.spark.connect import connect_engine as open_connect
 
     engine = open_connect(connect_url, tmp_path_factory.mktemp("connect-state") / "_delta_contracts")
     yield engine

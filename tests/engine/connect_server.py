@@ -42,7 +42,7 @@ def server_command(warehouse: Path, port: int) -> list[str]:
     import pyspark
 
     from delta_contracts.engine.jars import TARGETS, delta_jars
-    from delta_contracts.engine.spark import DELTA_EXTENSIONS, LOCAL_SESSION_CONF
+    from delta_contracts.engine.spark.session import DELTA_EXTENSIONS, LOCAL_SESSION_CONF
     from tests.engine.session_conf import FAST_SMALL_QUERIES
 
     spark_home = Path(pyspark.__file__).parent

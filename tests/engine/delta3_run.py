@@ -70,7 +70,8 @@ def widening_feature_wrong(engine: Any, schema: str, recipe: str, versioning: st
 def main(argv: Sequence[str]) -> int:
     import pyspark
 
-    from delta_contracts.engine.spark import SparkEngine, local_delta_session
+    from delta_contracts.engine.spark.engine import SparkEngine
+    from delta_contracts.engine.spark.session import local_delta_session
     from delta_contracts.plan.planner import PlanError
     from tests.engine.session_conf import FAST_SMALL_QUERIES
 

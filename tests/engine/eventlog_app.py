@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from delta_contracts.engine.spark import local_delta_session
+from delta_contracts.engine.spark.session import local_delta_session
 
 # codec -> rolling: a rolling eventlog_v2_* folder with zstd (Spark 4's default), single lz4 and plain files.
 APPS = {"zstd": True, "lz4": False, "none": False}

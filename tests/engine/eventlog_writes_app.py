@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from delta_contracts.engine.spark import local_delta_session
+from delta_contracts.engine.spark.session import local_delta_session
 
 WRITES = [
     "INSERT INTO sales.orders SELECT id, name, 5 FROM sales.customers",

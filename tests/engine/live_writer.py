@@ -29,7 +29,7 @@ from typing import Any
 from pyspark.sql.connect.session import SparkSession
 from sqlglot import exp
 
-from delta_contracts.engine.hold import held_until
+from delta_contracts.engine.spark.hold import held_until
 from delta_contracts.marks import HOLD
 from delta_contracts.sql import expressions as x
 

@@ -10,7 +10,7 @@ import os
 import signal
 import sys
 
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.plan.ops import ColumnSpec, CreateTable, DropColumns, Gate, Phase
 
 TABLE = ("crash", "t")

@@ -29,7 +29,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     path = tmp_path_factory.mktemp("adopt-warehouse")
     with LocalEngine(path) as engine:
@@ -141,7 +141,7 @@ def test_an_adopted_table_is_not_stamped_and_its_history_before_adoption_is_not_
     """A table a team made by hand (CTAS, then a property): `status` right after `init` says it is not
     stamped yet (not "not created"); `drift` after the baseline is applied flags neither the CTAS nor the
     ALTER made before adoption, and still flags a change made after it."""
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     warehouse = project / "warehouse"
     warehouse.mkdir()

@@ -16,8 +16,8 @@ from delta_contracts.apply.gates import marked_at
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.contract.load import load_contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.local import LocalEngine
-from delta_contracts.engine.spark import SparkEngine
+from delta_contracts.engine.local.engine import LocalEngine
+from delta_contracts.engine.spark.engine import SparkEngine
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.state.ledger import Ledger, Status
 from delta_contracts.telemetry.objects import watched_on

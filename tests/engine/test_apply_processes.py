@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.local import LocalEngine
-from delta_contracts.engine.spark import JVM_LOG
+from delta_contracts.engine.local.engine import LocalEngine
+from delta_contracts.engine.spark.session import JVM_LOG
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.state.ledger import DONE, Ledger, Status
 from tests.engine.apply_child import fork_server, forked_main

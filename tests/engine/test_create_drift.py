@@ -14,7 +14,7 @@ import pytest
 from delta_contracts.contract.load import contract_files, load_contract
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.plan.planner import initial_state
 from delta_contracts.state.ledger import Ledger, claimed
 from delta_contracts.tables.create import ContractMismatchError, create_table
@@ -156,7 +156,7 @@ def test_a_second_process_sees_tables_and_views(tmp_path: Path) -> None:
         )
     script = textwrap.dedent(
         f"""
-        from delta_contracts.engine.local import LocalEngine
+        from delta_contracts.engine.local.engine import LocalEngine
         with LocalEngine({str(tmp_path)!r}) as second:
             print(second.sql("SELECT count(*) AS n FROM `sales`.`orders`")[0]["n"])
             print(second.sql("SELECT `order_total` FROM `sales`.`orders__v3`")[0]["order_total"])

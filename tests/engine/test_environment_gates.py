@@ -17,7 +17,7 @@ from delta_contracts.apply.runner import OpStatus
 from delta_contracts.contract.environments import NameMapping, contract_in_environment
 from delta_contracts.contract.load import load_contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.state.ledger import Ledger
 from delta_contracts.tableid import TableId

@@ -24,8 +24,8 @@ from delta_contracts.apply.runner import OpStatus
 from delta_contracts.cli import app
 from delta_contracts.contract.load import parse_contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.local import LocalEngine
-from delta_contracts.engine.spark import SparkEngine
+from delta_contracts.engine.local.engine import LocalEngine
+from delta_contracts.engine.spark.engine import SparkEngine
 from delta_contracts.plan.migrations import load_history, next_migration, write_migration
 from delta_contracts.state.ledger import Ledger
 from delta_contracts.target import Target

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.engine import GRPC_FORK_SUPPORT, without_grpc_fork_handlers
-from delta_contracts.engine.spark import JVM_START_ATTEMPTS
+from delta_contracts.engine.spark.session import JVM_START_ATTEMPTS
 from tests.engine.apply_support import REPO
 
 pytestmark = pytest.mark.engine
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.engine
 FORKS = 200
 CHILD = f"""
 import signal, subprocess, sys
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 
 with LocalEngine(sys.argv[1]) as engine:
     engine.sql("SELECT 1")  # the Connect client has talked to Sail
@@ -87,7 +87,7 @@ START = """
 import sys
 from pathlib import Path
 from delta_contracts.engine.base import EngineError
-from delta_contracts.engine.spark import _start_session
+from delta_contracts.engine.spark.session import _start_session
 
 try:
     spark = _start_session("jvm-start", {"spark.ui.enabled": "false"}, Path(sys.argv[1]))

@@ -192,7 +192,7 @@ def _last_line(path: Path) -> str:
 # versioned repartition (a copy, a catch-up, the cutover and its fence) under a producer committing back to
 # back, with no pause: every statement of `apply` that reads the table loses its first commit race to it
 # (open-source Delta is Serializable), and commits only because producers are held off it
-# (`engine.hold`), or, for the fence, because it commits as a blind append. The exhaustive tier runs the
+# (`engine.spark.hold`), or, for the fence, because it commits as a blind append. The exhaustive tier runs the
 # same with micro-batches every two seconds (no hold needed), the NOT NULL tightening, and the versioned
 # repartition with a second writer that MERGEs (its cutover fence is also held by
 # tests/engine/test_cutover_fence.py, a commit made at each step).

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from delta_contracts.engine.base import EngineError, PartialOp
-from delta_contracts.engine.local import LocalEngine
-from delta_contracts.engine.local_routes import TableFacts
+from delta_contracts.engine.local.engine import LocalEngine
+from delta_contracts.engine.local.routes import TableFacts
 from delta_contracts.plan.ops import (
     AddCheck,
     ColumnSpec,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from delta_contracts.engine.local import LocalEngine
-from delta_contracts.engine.rewrite import STEPS
+from delta_contracts.engine.local.engine import LocalEngine
+from delta_contracts.engine.local.rewrite import STEPS
 from tests.engine.rewrite_child import DROP, TABLE
 
 pytestmark = pytest.mark.engine

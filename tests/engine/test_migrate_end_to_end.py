@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.plan.migrations import load_history
 
 pytestmark = pytest.mark.engine

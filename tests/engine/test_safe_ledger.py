@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from delta_contracts.apply import EXIT_DONE, EXIT_HELD, EXIT_INPUT, apply
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.spark import SparkEngine
+from delta_contracts.engine.spark.engine import SparkEngine
 from delta_contracts.state.lease import Lease
 from tests.builders import MINIMAL
 

@@ -12,7 +12,7 @@ import pytest
 from pyspark.logger import PySparkLogger
 
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.spark import QUERY_CONTEXT_LOGGERS
+from delta_contracts.engine.spark.errors import QUERY_CONTEXT_LOGGERS
 
 pytestmark = pytest.mark.engine
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.spark_sql_names import engine_fallback_parser
+from delta_contracts.engine.spark.sql_names import engine_fallback_parser
 from delta_contracts.sql.extract import Catalog, extract
 from tests.engine.conftest import JVM
 

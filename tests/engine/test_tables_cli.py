@@ -104,7 +104,7 @@ def test_create_does_not_take_a_versioned_table_forward(project: Path) -> None:
     contract = project / "contracts/shop/events.yaml"
     contract.write_text(EVENTS + "table: {versioning: versioned}\n")
     assert run("create")[0] == 0
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     with LocalEngine(project / "warehouse") as engine:
         engine.sql("INSERT INTO `shop`.`events__v1` VALUES (1, 'view', 2), (2, 'buy', 1)")
@@ -243,7 +243,7 @@ def test_drift_keeps_every_deprecation_mark(project: Path) -> None:
     """Issue 13 item 4: a column deprecated by one release and awaiting its drop keeps its mark (and its
     clock) when the next release deprecates another one; drift shows both as awaiting their drop."""
     from delta_contracts.apply import apply
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
     contract = project / "contracts/shop/events.yaml"
     contract.write_text(EVENTS.replace("columns:\n", "columns:\n  - {name: note, type: string}\n"))

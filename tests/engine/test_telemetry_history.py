@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.spark_sql_names import engine_fallback_parser
+from delta_contracts.engine.spark.sql_names import engine_fallback_parser
 from delta_contracts.sql.extract import Catalog
 from delta_contracts.telemetry.log import read_rows
 from delta_contracts.telemetry.objects import Watched

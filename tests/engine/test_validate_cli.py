@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from delta_contracts.cli import app
-from delta_contracts.engine.local import LocalEngine
+from delta_contracts.engine.local.engine import LocalEngine
 from tests.builders import write
 from tests.engine.quality_helpers import create_without_checks
 

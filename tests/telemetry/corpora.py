@@ -156,7 +156,7 @@ def spark_relations() -> dict[str, dict[str, list[str]]]:
 
 def _write_spark_relations() -> None:
     """Run once, offline, on a classic delta-spark session: Spark's parser's names for every case."""
-    from delta_contracts.engine.spark_sql_names import spark_fallback_parser
+    from delta_contracts.engine.spark.sql_names import spark_fallback_parser
     from delta_contracts.sql.rewrite import split_statements, tokenize
     from tests.spark_parser import classic_session
 

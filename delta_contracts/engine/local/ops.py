@@ -45,10 +45,11 @@ from delta_contracts.engine.capabilities import (
     by_delta_spark,
     refused,
 )
-from delta_contracts.engine.delta_rs_path import delta_type
-from delta_contracts.engine.delta_spark_path import path_table, table_features_protocol
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
-from delta_contracts.engine.local_routes import (
+from delta_contracts.engine.local.delta_rs import delta_type
+from delta_contracts.engine.local.delta_spark import path_table, table_features_protocol
+from delta_contracts.engine.local.rewrite import INTERNAL_PROPERTIES, TableShape
+from delta_contracts.engine.local.routes import (
     TableFacts,
     check_reads_names_needing_quotes,
     creates_clustered_table,
@@ -65,7 +66,6 @@ from delta_contracts.engine.local_routes import (
     writer_features_delta_rs_lacks,
 )
 from delta_contracts.engine.op_table import OpTable
-from delta_contracts.engine.rewrite import INTERNAL_PROPERTIES, TableShape
 from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
 from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import (
@@ -105,7 +105,7 @@ from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
 
 if TYPE_CHECKING:
-    from delta_contracts.engine.local import LocalEngine
+    from delta_contracts.engine.local.engine import LocalEngine
 
 NO_CLUSTER_BY = refused("Sail 0.7.2 has no CLUSTER BY; use --engine spark for liquid clustering")
 NO_CHANGE_DATA_FEED_WRITES = refused(

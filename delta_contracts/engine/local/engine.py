@@ -7,7 +7,7 @@ DROP COLUMNS, and REORG … APPLY (PURGE) after it; enabling column mapping on a
 SET DEFAULT / DROP DEFAULT on a table this engine did not create in this process (Sail commits those and
 then fails); ADD COLUMN on a column-mapped table; and comments, DROP CONSTRAINT, DROP NOT NULL on tables
 whose features delta-rs cannot write (column defaults, type widening). Which path an op takes is decided
-from the Delta log before it runs, by the engine's op table (`local_ops.LOCAL_OPS`). Where delta-spark cannot
+from the Delta log before it runs, by the engine's op table (`local.ops.LOCAL_OPS`). Where delta-spark cannot
 start, such ops are refused before anything runs — unless the engine was opened with `allow_rewrite=True`,
 which rebuilds the table and keeps the old one as a backup (`rewrite`).
 
@@ -32,13 +32,14 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from delta_contracts.contract.errors import first_line
-from delta_contracts.engine import deltalog, rewrite
+from delta_contracts.engine import deltalog
 from delta_contracts.engine.base import Engine, EngineError, OpOutcome
 from delta_contracts.engine.capabilities import How
-from delta_contracts.engine.delta_spark_path import DELTA_SPARK_URL_ENV, DeltaSparkPath
-from delta_contracts.engine.local_ops import LOCAL, LOCAL_OPS, create_statement
-from delta_contracts.engine.local_routes import TableFacts
-from delta_contracts.engine.rewrite import StepHook
+from delta_contracts.engine.local import rewrite
+from delta_contracts.engine.local.delta_spark import DELTA_SPARK_URL_ENV, DeltaSparkPath
+from delta_contracts.engine.local.ops import LOCAL, LOCAL_OPS, create_statement
+from delta_contracts.engine.local.rewrite import StepHook
+from delta_contracts.engine.local.routes import TableFacts
 from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.live import Commit, LiveTable
 from delta_contracts.paths import OutsideRoot, inside

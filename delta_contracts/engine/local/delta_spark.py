@@ -68,7 +68,7 @@ class DeltaSparkPath:
         when it can. Checked once, without starting anything."""
         if not self._checked and self.url is not None:
             from delta_contracts.engine.base import EngineError
-            from delta_contracts.engine.spark import check_reachable
+            from delta_contracts.engine.spark.connect import check_reachable
 
             try:
                 check_reachable(self.url)
@@ -76,7 +76,7 @@ class DeltaSparkPath:
                 self._unavailable = f"{DELTA_SPARK_URL_ENV}: {err}"
             self._checked = True
         if not self._checked:
-            from delta_contracts.engine.spark import delta_jars_available
+            from delta_contracts.engine.spark.session import delta_jars_available
 
             available, why = delta_jars_available()
             self._unavailable = None if available else why
@@ -89,14 +89,14 @@ class DeltaSparkPath:
 
     def session(self) -> Any:
         if self._session is None and self.url is not None:
-            from delta_contracts.engine.spark import connect_session
+            from delta_contracts.engine.spark.connect import connect_session
 
             self._session, self._owned = connect_session(self.url), True
             self._check_delta(self._session)
         if self._session is None:
             from pyspark.sql import SparkSession
 
-            from delta_contracts.engine.spark import JVM_LOG, local_delta_session
+            from delta_contracts.engine.spark.session import JVM_LOG, local_delta_session
 
             existing = SparkSession.getActiveSession()
             # A JVM session is one per process: an existing classic one is reused (and left running).
@@ -120,7 +120,7 @@ class DeltaSparkPath:
             )
 
     def run(self, op: Op, statement: exp.Expr, tag: str | None) -> None:
-        """Run `statement`, the op's addressed to its table's location (`local_ops`, `at_location`)."""
+        """Run `statement`, the op's addressed to its table's location (`local.ops`, `at_location`)."""
         session = self.session()
         settings = session_settings(op)
         if tag:

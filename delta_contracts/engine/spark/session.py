@@ -13,14 +13,31 @@ one JVM at a time open that database: a second command on the same warehouse whi
 its start (`catalog_locked`), naming the lock and the way out: a metastore several processes share, such as
 Derby's network server (`jdbc:derby://host:port/db`), whose client driver the toolkit puts on the class
 path itself (`derby_client_settings`).
+
+Starting a session: a local classic one with Delta (`local_delta_session`, for tests, benches and the local
+engine's delta-spark path) or the one `--engine spark` starts (`command_line_session`), whose JVM prints
+into a log file (`jvm_output_to`), whose catalog is opened at once (`open_catalog`), and on which Ctrl-C
+cancels the running jobs cleanly (`interrupt_between_calls`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from delta_contracts.engine.base import EngineError
+from delta_contracts.engine.retry import one_line
+from delta_contracts.engine.spark.errors import (
+    error_condition,
+    java_causes,
+    quiet_query_context_loggers,
+    spark_errors,
+    spark_statement_errors,
+)
 from delta_contracts.errors import InputError
 
 CATALOG_IMPLEMENTATION = "spark.sql.catalogImplementation"
@@ -209,3 +226,221 @@ DERBY_LOCKED_STATE = "XSDB6"
 def catalog_locked(error_text: str) -> bool:
     """Whether a failure to open the catalog (its whole Java cause chain, as text) is Derby's lock."""
     return DERBY_LOCKED_STATE in error_text
+
+
+DELTA_EXTENSIONS = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
+def delta_jars_available() -> tuple[bool, str]:
+    """Whether a local delta-spark session can start here, and why not when it cannot."""
+    from delta_contracts.engine.jars import availability
+
+    return availability("delta-4")
+
+
+# Small local sessions: Delta's log replay and our catch-up queries otherwise fan out into 50-200 tasks.
+LOCAL_SESSION_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+}
+
+
+def local_delta_session(
+    app_name: str = "delta-contracts",
+    warehouse: Path | None = None,
+    extra: dict[str, str] | None = None,
+    target: str = "delta-4",
+    jvm_log: Path | None = None,
+) -> Any:
+    """A local classic SparkSession with Delta Lake (jars: see `engine.jars`); `target` names the Delta line
+    (`delta-3` runs only in a PySpark 3.5 virtualenv). Its catalog is Spark's default (in memory). What the
+    JVM prints goes to `jvm_log` (see `jvm_output_to`), by default `spark-driver.log` in the warehouse."""
+    settings = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}
+    if warehouse is not None:
+        settings["spark.sql.warehouse.dir"] = str(warehouse)
+    log = jvm_log or (warehouse / JVM_LOG if warehouse is not None else None)
+    return _start_session(app_name, {**settings, **delta_jar_settings(target)}, log)
+
+
+def delta_jar_settings(target: str = "delta-4") -> dict[str, str]:
+    """Where the session finds delta-spark: local jar files, else Maven coordinates for Spark to resolve."""
+    from delta_contracts.engine.jars import TARGETS, delta_jars
+
+    jars = delta_jars(target)
+    if jars is not None:
+        return {"spark.jars": ",".join(str(p) for p in jars)}
+    return {"spark.jars.packages": TARGETS[target].coordinates}
+
+
+JVM_LOG = "spark-driver.log"
+
+
+def _start_session(app_name: str, settings: Mapping[str, str], jvm_log: Path | None = None) -> Any:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName(app_name)
+    # Python workers (mapInArrow, UDFs) must run this interpreter, which has the driver's packages (pyarrow):
+    # classic PySpark takes the worker's python from PYSPARK_PYTHON only, else `python3` on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    with jvm_output_to(jvm_log):
+        session = _get_or_create(builder)
+    session.sparkContext.setLogLevel("ERROR")
+    quiet_query_context_loggers()
+    return session
+
+
+JVM_START_ATTEMPTS = 3
+
+
+def _get_or_create(builder: Any) -> Any:
+    """`builder.getOrCreate()`, started again when the JVM died before it sent its port (JAVA_GATEWAY_EXITED).
+
+    A process that imported gRPC (a Spark Connect client) before `without_grpc_fork_handlers` could run — a
+    notebook, a test runner — keeps gRPC's fork handlers, and then about one JVM start in eight dies between
+    fork and exec (grpc/grpc#43055). Nothing has started then, so starting again is safe; a JVM that cannot
+    start at all (no Java) fails the same way in milliseconds, and the last error is the one raised."""
+    attempt = 1
+    while True:
+        try:
+            return builder.getOrCreate()
+        except spark_errors() as err:
+            if error_condition(err) != "JAVA_GATEWAY_EXITED" or attempt == JVM_START_ATTEMPTS:
+                raise
+            attempt += 1
+
+
+@contextmanager
+def jvm_output_to(log: Path | None) -> Iterator[None]:
+    """Start the JVM with its standard output and error in `log` (appended), for its whole life.
+
+    Everything the JVM prints goes there: spark-submit's and log4j's start-up lines, the JDK's own warnings
+    ("Using incubator modules"), WARN lines of Spark, Hadoop and Delta, and whatever a job logs later. Log4j
+    settings alone cannot do it: the JDK's warning and log4j's "Using Spark's default log4j profile" are
+    printed before any configuration is read. The JVM inherits file descriptors 1 and 2 when PySpark starts
+    it (`launch_gateway`), so they point at the log for that moment only and this process's own output is
+    untouched. Errors of statements still reach Python through Py4J. When the JVM already runs (a session in
+    this process), nothing is started and nothing is redirected."""
+    from pyspark import SparkContext
+
+    if log is None or SparkContext._gateway is not None:
+        yield
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = [os.dup(1), os.dup(2)]
+    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 1)
+        os.dup2(target, 2)
+        try:
+            yield
+        except Exception as err:
+            raise EngineError(
+                f"the Spark session did not start: {one_line(err)} (the JVM's output: {log})"
+            ) from err
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, target):
+            os.close(fd)
+
+
+def command_line_session(warehouse: Path, project: Mapping[str, str], command_line: Mapping[str, str]) -> Any:
+    """The session `--engine spark` starts when there is no active one: its catalog persists with the
+    warehouse unless the user configures another (see the settings above)."""
+    from delta_contracts.engine.jars import derby_client_jar
+
+    found = spark_defaults_file()
+    defaults = read_spark_defaults(found) if found is not None else {}
+    ours = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **delta_jar_settings()}
+    settings = session_settings(
+        ours,
+        warehouse,
+        defaults=defaults,
+        project=project,
+        command_line=command_line,
+        derby_client=derby_client_jar,
+    )
+    session = _start_session("delta-contracts", settings, warehouse / "_delta_contracts" / JVM_LOG)
+    open_catalog(session, {**defaults, **settings})
+    return session
+
+
+def open_catalog(session: Any, settings: Mapping[str, str]) -> None:
+    """Open a Hive catalog's metastore now: one that cannot be opened then stops the command before it does
+    anything, with the reason, and not at its first statement with a 48-line traceback whose reason (Derby's)
+    is only in derby.log. A locked embedded metastore (another process has it open) is `CatalogLocked`; the
+    session is stopped either way."""
+    if str(session.conf.get(CATALOG_IMPLEMENTATION, "in-memory")) != "hive":
+        return  # Spark's in-memory catalog, or one the user plugged in: nothing to open
+    try:
+        session.sql("SHOW NAMESPACES IN spark_catalog").collect()
+    except spark_statement_errors() as err:
+        causes = java_causes(err)
+        session.stop()
+        if catalog_locked("\n".join(causes)):
+            raise CatalogLocked(embedded_metastore(settings)) from None
+        url = metastore_url(settings)
+        where = f" ({url})" if url else ""
+        raise EngineError(f"the catalog's metastore{where} cannot be opened: {causes[-1]}") from None
+
+
+def interrupt_between_calls(session: Any) -> None:
+    """Ctrl-C while a statement runs: cancel the session's jobs, then raise KeyboardInterrupt once the
+    call into the JVM has returned, so the command can say one line and exit 130.
+
+    PySpark's own SIGINT handler calls `cancelAllJobs` from inside the interrupted call, on the same Py4J
+    connection, which is then mid-answer ("RuntimeError: reentrant call inside <_io.BufferedReader>"); the
+    KeyboardInterrupt it raises there leaves the connection broken, and every later call (the ledger row,
+    stopping the session) traces. Here the jobs are cancelled from a thread of their own (its own
+    connection), and the interrupt waits for the first moment no Py4J frame is on the main thread's stack.
+    A second Ctrl-C interrupts at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return
+    context = session.sparkContext
+    pending = False
+
+    def in_py4j(frame: Any) -> bool:
+        while frame is not None:
+            if str(frame.f_globals.get("__name__", "")).startswith("py4j"):
+                return True
+            frame = frame.f_back
+        return False
+
+    def raise_when_out(frame: Any, event: str, arg: Any) -> None:
+        if not in_py4j(frame if event != "return" else frame.f_back):
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+
+    def handler(signum: int, frame: Any) -> None:
+        nonlocal pending
+        if pending or not in_py4j(frame):
+            sys.setprofile(None)
+            raise KeyboardInterrupt
+        pending = True
+        threading.Thread(target=_cancel_jobs, args=(context,), daemon=True).start()
+        sys.setprofile(raise_when_out)
+
+    signal.signal(signal.SIGINT, handler)
+
+
+def _cancel_jobs(context: Any) -> None:
+    import contextlib
+
+    with contextlib.suppress(Exception):  # the JVM may already be going away: the interrupt still happens
+        context.cancelAllJobs()

@@ -35,7 +35,7 @@ from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
 
 if TYPE_CHECKING:
-    from delta_contracts.engine.spark import SparkEngine
+    from delta_contracts.engine.spark.engine import SparkEngine
 
 Statement = Callable[["SparkEngine", Any, int], "str | None"]  # (engine, op, attempt from 0)
 
@@ -87,7 +87,7 @@ class SparkOp:
     table_left: Callable[[Any], TableId] = same_table  # the table the op leaves (a rename's new name)
     commits: bool = True  # the op ends with a commit to a Delta table whose version it reports
     rows: RowMover[Any] | None = None  # how it moves rows in batches; None: it runs whole
-    # Once it lost a commit race, producers are held off its table until it ends (`engine.hold`).
+    # Once it lost a commit race, producers are held off its table until it ends (`spark.hold`).
     holds_producers: Callable[[Any], bool] = always
 
     def retried(self, op: Op) -> bool:

@@ -4,14 +4,13 @@ Databricks notebooks, clusters, a local session built with `configure_spark_with
 air-gapped sites — a local session whose Delta jars come from the folder named by DELTA_CONTRACTS_DELTA_JARS.
 Table state is read through SQL only (DESCRIBE EXTENDED, SHOW TBLPROPERTIES, DESCRIBE HISTORY, the table's
 schema): delta-spark's Python DeltaTable API needs Delta's Connect server plugin over Spark Connect, SQL does
-not.
+not. The sessions themselves are made in `session` (a local or command-line one) and `connect` (a Spark
+Connect server's, which the `connect` engine runs on).
 """
 
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,17 +18,19 @@ from typing import Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
-from delta_contracts.engine.hold import ProducerHold
 from delta_contracts.engine.retry import Backoff, one_line, retrying
 from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.engine.schema_json import columns_from_schema
-from delta_contracts.engine.spark_describe import TableInformation, TableProperties
-from delta_contracts.engine.spark_ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
+from delta_contracts.engine.spark.describe import TableInformation, TableProperties
+from delta_contracts.engine.spark.errors import error_condition, errors_expected, spark_statement_errors
+from delta_contracts.engine.spark.hold import ProducerHold
+from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
+from delta_contracts.engine.spark.state_table import CatalogStateTable
 from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
-from delta_contracts.state.state_table import CatalogStateTable, StateTable
+from delta_contracts.state.state_table import StateTable
 from delta_contracts.tableid import TableId
 
 DATABRICKS_CONF = "spark.databricks.clusterUsageTags.sparkVersion"
@@ -41,197 +42,6 @@ STATEMENT_SETTINGS = {
     "spark.sql.sources.partitionOverwriteMode": "static",
     "spark.sql.storeAssignmentPolicy": "ANSI",
 }
-DELTA_EXTENSIONS = {
-    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-}
-
-
-def delta_jars_available() -> tuple[bool, str]:
-    """Whether a local delta-spark session can start here, and why not when it cannot."""
-    from delta_contracts.engine.jars import availability
-
-    return availability("delta-4")
-
-
-# Small local sessions: Delta's log replay and our catch-up queries otherwise fan out into 50-200 tasks.
-LOCAL_SESSION_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
-    "spark.databricks.delta.snapshotPartitions": "2",
-    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-}
-
-
-def local_delta_session(
-    app_name: str = "delta-contracts",
-    warehouse: Path | None = None,
-    extra: dict[str, str] | None = None,
-    target: str = "delta-4",
-    jvm_log: Path | None = None,
-) -> Any:
-    """A local classic SparkSession with Delta Lake (jars: see `engine.jars`); `target` names the Delta line
-    (`delta-3` runs only in a PySpark 3.5 virtualenv). Its catalog is Spark's default (in memory). What the
-    JVM prints goes to `jvm_log` (see `jvm_output_to`), by default `spark-driver.log` in the warehouse."""
-    settings = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **(extra or {})}
-    if warehouse is not None:
-        settings["spark.sql.warehouse.dir"] = str(warehouse)
-    log = jvm_log or (warehouse / JVM_LOG if warehouse is not None else None)
-    return _start_session(app_name, {**settings, **delta_jar_settings(target)}, log)
-
-
-def delta_jar_settings(target: str = "delta-4") -> dict[str, str]:
-    """Where the session finds delta-spark: local jar files, else Maven coordinates for Spark to resolve."""
-    from delta_contracts.engine.jars import TARGETS, delta_jars
-
-    jars = delta_jars(target)
-    if jars is not None:
-        return {"spark.jars": ",".join(str(p) for p in jars)}
-    return {"spark.jars.packages": TARGETS[target].coordinates}
-
-
-JVM_LOG = "spark-driver.log"
-
-
-def _start_session(app_name: str, settings: Mapping[str, str], jvm_log: Path | None = None) -> Any:
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.master("local[2]").appName(app_name)
-    # Python workers (mapInArrow, UDFs) must run this interpreter, which has the driver's packages (pyarrow):
-    # classic PySpark takes the worker's python from PYSPARK_PYTHON only, else `python3` on PATH.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for key, value in settings.items():
-        builder = builder.config(key, value)
-    with jvm_output_to(jvm_log):
-        session = _get_or_create(builder)
-    session.sparkContext.setLogLevel("ERROR")
-    quiet_query_context_loggers()
-    return session
-
-
-JVM_START_ATTEMPTS = 3
-
-
-def _get_or_create(builder: Any) -> Any:
-    """`builder.getOrCreate()`, started again when the JVM died before it sent its port (JAVA_GATEWAY_EXITED).
-
-    A process that imported gRPC (a Spark Connect client) before `without_grpc_fork_handlers` could run — a
-    notebook, a test runner — keeps gRPC's fork handlers, and then about one JVM start in eight dies between
-    fork and exec (grpc/grpc#43055). Nothing has started then, so starting again is safe; a JVM that cannot
-    start at all (no Java) fails the same way in milliseconds, and the last error is the one raised."""
-    attempt = 1
-    while True:
-        try:
-            return builder.getOrCreate()
-        except spark_errors() as err:
-            if error_condition(err) != "JAVA_GATEWAY_EXITED" or attempt == JVM_START_ATTEMPTS:
-                raise
-            attempt += 1
-
-
-@contextmanager
-def jvm_output_to(log: Path | None) -> Iterator[None]:
-    """Start the JVM with its standard output and error in `log` (appended), for its whole life.
-
-    Everything the JVM prints goes there: spark-submit's and log4j's start-up lines, the JDK's own warnings
-    ("Using incubator modules"), WARN lines of Spark, Hadoop and Delta, and whatever a job logs later. Log4j
-    settings alone cannot do it: the JDK's warning and log4j's "Using Spark's default log4j profile" are
-    printed before any configuration is read. The JVM inherits file descriptors 1 and 2 when PySpark starts
-    it (`launch_gateway`), so they point at the log for that moment only and this process's own output is
-    untouched. Errors of statements still reach Python through Py4J. When the JVM already runs (a session in
-    this process), nothing is started and nothing is redirected."""
-    from pyspark import SparkContext
-
-    if log is None or SparkContext._gateway is not None:
-        yield
-        return
-    log.parent.mkdir(parents=True, exist_ok=True)
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    saved = [os.dup(1), os.dup(2)]
-    target = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-    try:
-        os.dup2(target, 1)
-        os.dup2(target, 2)
-        try:
-            yield
-        except Exception as err:
-            raise EngineError(
-                f"the Spark session did not start: {one_line(err)} (the JVM's output: {log})"
-            ) from err
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, target):
-            os.close(fd)
-
-
-def command_line_session(warehouse: Path, project: Mapping[str, str], command_line: Mapping[str, str]) -> Any:
-    """The session `--engine spark` starts when there is no active one: its catalog persists with the
-    warehouse unless the user configures another (see `engine.spark_session`)."""
-    from delta_contracts.engine.jars import derby_client_jar
-    from delta_contracts.engine.spark_session import (
-        read_spark_defaults,
-        session_settings,
-        spark_defaults_file,
-    )
-
-    found = spark_defaults_file()
-    defaults = read_spark_defaults(found) if found is not None else {}
-    ours = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **delta_jar_settings()}
-    settings = session_settings(
-        ours,
-        warehouse,
-        defaults=defaults,
-        project=project,
-        command_line=command_line,
-        derby_client=derby_client_jar,
-    )
-    session = _start_session("delta-contracts", settings, warehouse / "_delta_contracts" / JVM_LOG)
-    open_catalog(session, {**defaults, **settings})
-    return session
-
-
-def open_catalog(session: Any, settings: Mapping[str, str]) -> None:
-    """Open a Hive catalog's metastore now: one that cannot be opened then stops the command before it does
-    anything, with the reason, and not at its first statement with a 48-line traceback whose reason (Derby's)
-    is only in derby.log. A locked embedded metastore (another process has it open) is `CatalogLocked`; the
-    session is stopped either way."""
-    from delta_contracts.engine.spark_session import (
-        CATALOG_IMPLEMENTATION,
-        CatalogLocked,
-        catalog_locked,
-        embedded_metastore,
-        metastore_url,
-    )
-
-    if str(session.conf.get(CATALOG_IMPLEMENTATION, "in-memory")) != "hive":
-        return  # Spark's in-memory catalog, or one the user plugged in: nothing to open
-    try:
-        session.sql("SHOW NAMESPACES IN spark_catalog").collect()
-    except spark_statement_errors() as err:
-        causes = java_causes(err)
-        session.stop()
-        if catalog_locked("\n".join(causes)):
-            raise CatalogLocked(embedded_metastore(settings)) from None
-        url = metastore_url(settings)
-        where = f" ({url})" if url else ""
-        raise EngineError(f"the catalog's metastore{where} cannot be opened: {causes[-1]}") from None
-
-
-def java_causes(err: BaseException) -> list[str]:
-    """A Spark error's Java exception and its causes, outermost first, each as `class: message` (Derby's own
-    also carry their SQLState: `ERROR XSDB6: …`); the Python error's first line when it has no Java side."""
-    texts: list[str] = []
-    throwable = getattr(err, "_origin", None)  # classic PySpark keeps the Py4J Throwable there
-    while throwable is not None and len(texts) < 50:
-        texts.append(" ".join(str(throwable.toString()).split()))
-        throwable = throwable.getCause()
-    return texts or [one_line(err)]
 
 
 # Error conditions (Spark's error classes) that mean "no Delta table by that name"; any other error is real.
@@ -253,34 +63,6 @@ HISTORY_COLUMNS = (
     "engineInfo",
     "operationParameters",
 )
-
-
-def spark_statement_errors() -> tuple[type[BaseException], ...]:
-    """What a statement run on a session may raise for a reason of its own: PySpark's errors (classic and
-    Connect), and on a classic session py4j's `Py4JJavaError`, which is what PySpark leaves of a JVM exception
-    it does not convert (Delta's commit conflicts among them)."""
-    from pyspark.errors import PySparkException
-
-    try:
-        from py4j.protocol import Py4JJavaError
-    except ImportError:  # a Connect-only client has no py4j
-        return (PySparkException,)
-    return (PySparkException, Py4JJavaError)
-
-
-def spark_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions a Spark session (classic or Connect) raises for a statement it refuses, for callers
-    outside the engine layer that run DataFrame reads on a session they were handed."""
-    from pyspark.errors import PySparkException
-
-    return (PySparkException,)
-
-
-def error_condition(err: BaseException) -> str | None:
-    """A Spark error's class (classic or Connect) without its sub-class, e.g. `EXPECT_TABLE_NOT_VIEW`."""
-    getter = getattr(err, "getCondition", None) or getattr(err, "getErrorClass", None)  # 4.x / 3.5
-    condition = getter() if callable(getter) else None
-    return str(condition).split(".", 1)[0] if condition else None
 
 
 def session_state_dir(spark: Any) -> Path:
@@ -430,7 +212,7 @@ class SparkEngine(Engine):
         self, action: Callable[[int], object], *, what: str, table: TableId | None, holds: bool, retry: bool
     ) -> None:
         """Run `action` (given its attempt number), again after each lost commit race while the patience
-        lasts; from the first lost race on, producers of `table` are held off (`engine.hold`) until it ends,
+        lasts; from the first lost race on, producers of `table` are held off (`spark.hold`) until it ends,
         and every later statement on that table holds them from its first attempt."""
         attempts = itertools.count()
         hold = ProducerHold(table, self._hold_statement) if holds and table is not None else None
@@ -499,7 +281,7 @@ class SparkEngine(Engine):
         return self._version(table)
 
     def describe(self, table: TableId, *, with_version: bool = True) -> LiveTable | None:
-        # Not DESCRIBE DETAIL, which replays the table's whole state after every commit (spark_describe).
+        # Not DESCRIBE DETAIL, which replays the table's whole state after every commit (spark.describe).
         table = TableId(table)  # a caller's plain tuple names the table as well
         rows = self._describe_rows("EXTENDED", table)
         if rows is None:
@@ -653,130 +435,3 @@ def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:
     # sqlglot has no LIMIT slot on DESCRIBE; its `partition` slot is printed right after the table name.
     tail = exp.Limit(expression=exp.Literal.number(limit)) if limit is not None else None
     return exp.Describe(this=x.table(table), style=kind, partition=tail)
-
-
-def connect_engine(
-    url: str, state_dir: Path | str | None = None, *, ledger: TableId | None = None
-) -> SparkEngine:
-    """Spark Connect or Databricks Connect at `url` (sc://host:port/…)."""
-    engine = SparkEngine(connect_session(url), state_dir, owns_session=True, ledger=ledger)
-    engine.name = "connect"
-    return engine
-
-
-def connect_session(url: str) -> Any:
-    """A new session of the Spark Connect server at `url`, whose server is known to be reachable."""
-    from pyspark.sql import SparkSession
-
-    check_reachable(url)
-    # PySpark flags the whole process as "Spark Connect mode" when a remote session is made, which would turn
-    # a later classic SparkSession of the same process (a notebook, the spark engine) into a Connect one.
-    flagged = "SPARK_CONNECT_MODE_ENABLED" in os.environ
-    # create(), not getOrCreate(): that would hand back another engine's session in the same process.
-    session = SparkSession.builder.remote(url).create()
-    if not flagged:
-        os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
-    return session
-
-
-def check_reachable(url: str, timeout: float = 5.0) -> None:
-    """Fail fast: the Connect client otherwise retries an unreachable server for minutes."""
-    import socket
-    from urllib.parse import urlparse
-
-    parsed = urlparse(url.split(";", 1)[0])
-    if parsed.scheme != "sc" or not parsed.hostname:
-        raise EngineError(f"'{url}' is not a Spark Connect URL (sc://host:port)")
-    port = parsed.port or 15002
-    try:
-        with socket.create_connection((parsed.hostname, port), timeout=timeout):
-            return
-    except OSError as err:
-        raise EngineError(f"cannot reach Spark Connect at {parsed.hostname}:{port}: {err}") from None
-
-
-QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
-
-
-def quiet_query_context_loggers() -> None:
-    """PySpark logs every error of a statement that has a query context — its Java stack as ~2 KB of JSON on
-    stderr — the moment the error is raised, caught or not: the engine's expected ones too (a DESCRIBE of a
-    table that does not exist yet, on every run). The CLI reports the errors that matter itself."""
-    import logging
-
-    try:
-        from pyspark.logger import PySparkLogger
-    except ImportError:  # PySpark 3.5 has no such logger
-        return
-    for name in QUERY_CONTEXT_LOGGERS:
-        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
-
-
-@contextmanager
-def errors_expected() -> Iterator[None]:
-    """Around a statement whose failure the engine expects and handles (a DESCRIBE of a table that may not
-    exist yet): PySpark would log the error with its Java stack the moment it is raised, in the caller's
-    own session too (`read(spark, …)`), so its query-context loggers are off for that statement only."""
-    try:
-        from pyspark.logger import PySparkLogger
-    except ImportError:  # PySpark 3.5 has no such logger
-        yield
-        return
-    loggers = [PySparkLogger.getLogger(name) for name in QUERY_CONTEXT_LOGGERS]
-    disabled = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
-    try:
-        yield
-    finally:
-        for logger, was in zip(loggers, disabled, strict=True):
-            logger.disabled = was
-
-
-def interrupt_between_calls(session: Any) -> None:
-    """Ctrl-C while a statement runs: cancel the session's jobs, then raise KeyboardInterrupt once the
-    call into the JVM has returned, so the command can say one line and exit 130.
-
-    PySpark's own SIGINT handler calls `cancelAllJobs` from inside the interrupted call, on the same Py4J
-    connection, which is then mid-answer ("RuntimeError: reentrant call inside <_io.BufferedReader>"); the
-    KeyboardInterrupt it raises there leaves the connection broken, and every later call (the ledger row,
-    stopping the session) traces. Here the jobs are cancelled from a thread of their own (its own
-    connection), and the interrupt waits for the first moment no Py4J frame is on the main thread's stack.
-    A second Ctrl-C interrupts at once."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        return
-    context = session.sparkContext
-    pending = False
-
-    def in_py4j(frame: Any) -> bool:
-        while frame is not None:
-            if str(frame.f_globals.get("__name__", "")).startswith("py4j"):
-                return True
-            frame = frame.f_back
-        return False
-
-    def raise_when_out(frame: Any, event: str, arg: Any) -> None:
-        if not in_py4j(frame if event != "return" else frame.f_back):
-            sys.setprofile(None)
-            raise KeyboardInterrupt
-
-    def handler(signum: int, frame: Any) -> None:
-        nonlocal pending
-        if pending or not in_py4j(frame):
-            sys.setprofile(None)
-            raise KeyboardInterrupt
-        pending = True
-        threading.Thread(target=_cancel_jobs, args=(context,), daemon=True).start()
-        sys.setprofile(raise_when_out)
-
-    signal.signal(signal.SIGINT, handler)
-
-
-def _cancel_jobs(context: Any) -> None:
-    import contextlib
-
-    with contextlib.suppress(Exception):  # the JVM may already be going away: the interrupt still happens
-        context.cancelAllJobs()

@@ -1,5 +1,5 @@
 """What the local engine's routes read: the table's facts as its Delta log states them, and the named
-conditions of its op table (`local_ops.LOCAL_OPS`).
+conditions of its op table (`local.ops.LOCAL_OPS`).
 
 The choice of tool follows the table's protocol and properties as the Delta log states them, never an error
 message. Each op's entry carries the facts across a whole migration (`LocalOp.project`), so that it is

@@ -1,5 +1,5 @@
 """What the local engine's delta-rs commits share: our canonical types as delta-rs's schema types. Each op's
-change itself is its entry's in `local_ops`, used only where its route says delta-rs can commit to the table
+change itself is its entry's in `local.ops`, used only where its route says delta-rs can commit to the table
 (its writer features allow it).
 """
 

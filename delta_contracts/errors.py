@@ -4,7 +4,7 @@ command ends with when that error is what stopped it.
 Every exception the package raises derives from `DeltaContractsError` through one of three kinds: bad input
 (exit 2), a failed op or check (exit 1), another runner holding the table (exit 3). An error that also is a
 builtin kind keeps that base, so that callers' `except ValueError` or `except LookupError` still catch it:
-`class OutsideRoot(InputError, ValueError)`.
+`class OutsideRootError(InputError, ValueError)`.
 
 This module imports nothing of the package, so that any module may import it.
 """

@@ -16,19 +16,19 @@ from delta_contracts.errors import InputError
 MAX_NAME_BYTES = 255
 
 
-class OutsideRoot(InputError, ValueError):
+class OutsideRootError(InputError, ValueError):
     """A name would make the toolkit write outside the folder it owns (or name no file at all)."""
 
 
 def _check_component(root: Path, name: str) -> None:
     if name in ("", ".", "..") or any(sep in name for sep in ("/", "\\", "\0")):
-        raise OutsideRoot(f"'{name}' is not a file name under {root} (a name, never a path)")
+        raise OutsideRootError(f"'{name}' is not a file name under {root} (a name, never a path)")
     if len(name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
-        raise OutsideRoot(f"'{name[:40]}…' is longer than a file name may be ({MAX_NAME_BYTES} bytes)")
+        raise OutsideRootError(f"'{name[:40]}…' is longer than a file name may be ({MAX_NAME_BYTES} bytes)")
 
 
 def inside(root: Path | str, *names: str) -> Path:
-    """`root/names…`, after proving it stays under `root` once resolved; raises OutsideRoot otherwise.
+    """`root/names…`, after proving it stays under `root` once resolved; raises OutsideRootError otherwise.
 
     The path is returned as built (relative when `root` is), so messages show it the way the user wrote it."""
     base = Path(root)
@@ -38,5 +38,5 @@ def inside(root: Path | str, *names: str) -> Path:
     resolved_root = base.resolve()
     resolved = path.resolve()
     if resolved != resolved_root and not resolved.is_relative_to(resolved_root):
-        raise OutsideRoot(f"{path} resolves to {resolved}, outside {resolved_root}")
+        raise OutsideRootError(f"{path} resolves to {resolved}, outside {resolved_root}")
     return path

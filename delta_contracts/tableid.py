@@ -20,7 +20,7 @@ from typing import Any
 from delta_contracts.errors import InputError
 
 
-class BadTableId(InputError, ValueError):
+class BadTableIdError(InputError, ValueError):
     """A table id that is not two or three non-empty names (schema.table or catalog.schema.table)."""
 
 
@@ -37,12 +37,12 @@ class TableId(tuple[str, ...]):
         if isinstance(parts, TableId):
             return parts
         if isinstance(parts, str) or not isinstance(parts, Iterable):
-            raise BadTableId(
+            raise BadTableIdError(
                 f"{_shown(parts)} is not a table id: give its parts (schema, table) or use TableId.parse"
             )
         found = tuple(parts)
         if not 2 <= len(found) <= 3 or not all(isinstance(p, str) and p for p in found):
-            raise BadTableId(
+            raise BadTableIdError(
                 f"{_shown(found)} is not a table id: it takes two or three non-empty names "
                 "(schema, table) or (catalog, schema, table)"
             )
@@ -52,10 +52,10 @@ class TableId(tuple[str, ...]):
     def parse(cls, text: Any) -> TableId:
         """The id a dotted name spells: "schema.table" or "catalog.schema.table" (unquoted)."""
         if not isinstance(text, str):
-            raise BadTableId(f"{_shown(text)} is not a table id: expected a name like schema.table")
+            raise BadTableIdError(f"{_shown(text)} is not a table id: expected a name like schema.table")
         parts = text.split(".")
         if not 2 <= len(parts) <= 3 or not all(parts):
-            raise BadTableId(
+            raise BadTableIdError(
                 f"'{text}' is not a table id: use schema.table or catalog.schema.table, no part empty"
             )
         return super().__new__(cls, parts)

@@ -14,8 +14,8 @@ import pytest
 
 from delta_contracts.state.lease import (
     Lease,
-    LeaseHeld,
-    LeaseLost,
+    LeaseHeldError,
+    LeaseLostError,
     ProcessIdentity,
     holder_alive,
     process_alive,
@@ -25,7 +25,7 @@ from delta_contracts.state.lease import (
 
 def test_second_runner_is_refused_naming_the_holder(tmp_path: Path) -> None:
     first = Lease(tmp_path, "sales.orders").acquire()
-    with pytest.raises(LeaseHeld) as held:
+    with pytest.raises(LeaseHeldError) as held:
         Lease(tmp_path, "sales.orders").acquire()
     assert held.value.holder.owner == first.owner and first.owner in str(held.value)
     Lease(tmp_path, "sales.customers").acquire().release()  # another table is free
@@ -54,7 +54,7 @@ def test_expired_lease_is_taken_over_and_logged(tmp_path: Path) -> None:
     assert fresh.taken_over is not None and fresh.taken_over.owner == stale.owner
     current = fresh.current()
     assert current is not None and current.action == "takeover" and "expired" in current.note
-    with pytest.raises(LeaseLost):
+    with pytest.raises(LeaseLostError):
         stale.renew()
 
 
@@ -101,7 +101,7 @@ def test_first_acquires_race_on_a_fresh_lease_table(tmp_path: Path) -> None:
             try:
                 Lease(folder, "t").acquire()
                 outcomes.append("won")
-            except LeaseHeld:
+            except LeaseHeldError:
                 outcomes.append("held")
 
         threads = [threading.Thread(target=take) for _ in range(2)]
@@ -164,7 +164,7 @@ def test_a_live_holder_in_a_container_keeps_the_table(tmp_path: Path) -> None:
         line = child.stdout.readline()
         if not line.strip():
             pytest.skip("cannot make a pid namespace here")
-        with pytest.raises(LeaseHeld):
+        with pytest.raises(LeaseHeldError):
             Lease(tmp_path, "t").acquire()
     finally:
         child.kill()
@@ -174,7 +174,7 @@ def test_a_live_holder_in_a_container_keeps_the_table(tmp_path: Path) -> None:
         try:
             taker = Lease(tmp_path, "t").acquire()
             break
-        except LeaseHeld:
+        except LeaseHeldError:
             time.sleep(0.1)
     assert taker.taken_over is not None
 
@@ -220,7 +220,7 @@ def test_a_reused_pid_is_not_the_holder(tmp_path: Path) -> None:
 
 def test_an_operator_breaks_a_lease_whose_holder_cannot_be_seen(tmp_path: Path) -> None:
     stuck = Lease(tmp_path, "t").acquire()  # alive, as far as anyone can tell
-    with pytest.raises(LeaseHeld):
+    with pytest.raises(LeaseHeldError):
         Lease(tmp_path, "t").acquire()
     operator = Lease(tmp_path, "t")
     broken = operator.break_lease("runner's container was deleted")
@@ -230,7 +230,7 @@ def test_an_operator_breaks_a_lease_whose_holder_cannot_be_seen(tmp_path: Path) 
     assert "runner's container was deleted" in current.note and stuck.owner in current.note
     fresh = Lease(tmp_path, "t").acquire()  # free now, and no takeover needed
     assert fresh.taken_over is None
-    with pytest.raises(LeaseLost):
+    with pytest.raises(LeaseLostError):
         stuck.renew()  # the broken holder stops at its next renewal
     fresh.release()
     assert Lease(tmp_path, "t").break_lease("nobody holds it") is None

@@ -58,8 +58,8 @@ def test_the_walk_finds_the_package_errors() -> None:
     names = set(EXCEPTIONS)
     assert {
         "delta_contracts.contract.errors.ContractError",
-        "delta_contracts.engine.retry.CommitConflict",
-        "delta_contracts.state.lease.LeaseHeld",
+        "delta_contracts.engine.retry.CommitConflictError",
+        "delta_contracts.state.lease.LeaseHeldError",
         "delta_contracts.telemetry.workers._TooSlow",
     } <= names
     assert len(names) >= 25
@@ -123,21 +123,21 @@ MEANINGS = {
         "delta_contracts.contract.types.TypeParseError",
         "delta_contracts.interchange.odcs_import.OdcsError",  # import odcs: 2 invalid
         "delta_contracts.diff.gitbase.GitError",  # diff --base: a ref git cannot read
-        "delta_contracts.diff.gitbase.GitMissing",
-        "delta_contracts.paths.OutsideRoot",
+        "delta_contracts.diff.gitbase.GitMissingError",
+        "delta_contracts.paths.OutsideRootError",
         "delta_contracts.contract.environments.MappingError",  # an environment's mapping breaks an id
         "delta_contracts.plan.migrations.IntegrityError",  # apply refuses a tampered folder
-        "delta_contracts.apply.runner.ApplyRefused",  # apply: 2 bad input
-        "delta_contracts.apply.runner.ChecksumMismatch",
-        "delta_contracts.apply.discard.DiscardRefused",  # discard: exit 2 when it ran
+        "delta_contracts.apply.runner.ApplyRefusedError",  # apply: 2 bad input
+        "delta_contracts.apply.runner.ChecksumMismatchError",
+        "delta_contracts.apply.discard.DiscardRefusedError",  # discard: exit 2 when it ran
         "delta_contracts.telemetry.sources.SourceError",  # telemetry collect: 2 bad source
         "delta_contracts.engine.spark.session.SparkConfError",  # a bad option
-        "delta_contracts.engine.spark.session.CatalogLocked",  # another process has the embedded metastore
+        "delta_contracts.engine.spark.session.CatalogLockedError",  # another process has the metastore
         "delta_contracts.engine.base.EngineChoiceError",  # an engine that cannot start
-        "delta_contracts.engine.jars.JarsUnavailable",
+        "delta_contracts.engine.jars.JarsUnavailableError",
         "delta_contracts.state.state_table.StateTableError",
-        "delta_contracts.plan.ops.UnknownOpKind",  # a migration file naming no known op
-        "delta_contracts.tableid.BadTableId",  # a table name that is no schema.table
+        "delta_contracts.plan.ops.UnknownOpKindError",  # a migration file naming no known op
+        "delta_contracts.tableid.BadTableIdError",  # a table name that is no schema.table
         "delta_contracts.cli.errors.UsageError",  # a bad option or argument
         "delta_contracts.cli.errors.EngineStartError",  # an engine that cannot start
     ],
@@ -145,10 +145,10 @@ MEANINGS = {
         "delta_contracts.errors.DeltaContractsError",  # an error of no narrower kind
         "delta_contracts.errors.FailedError",
         "delta_contracts.engine.base.EngineError",
-        "delta_contracts.engine.base.PartialOp",
-        "delta_contracts.engine.base.PreconditionFailed",
-        "delta_contracts.engine.retry.CommitConflict",
-        "delta_contracts.plan.ops.DuplicateOpKind",  # two op classes of one kind: the package is broken
+        "delta_contracts.engine.base.PartialOpError",
+        "delta_contracts.engine.base.PreconditionFailedError",
+        "delta_contracts.engine.retry.CommitConflictError",
+        "delta_contracts.plan.ops.DuplicateOpKindError",  # two op classes of one kind: the package is broken
     ],
     "finding": [
         "delta_contracts.plan.building.PlanError",  # plan: a change refused as declared
@@ -160,8 +160,8 @@ MEANINGS = {
     ],
     "held": [
         "delta_contracts.errors.TableHeldError",
-        "delta_contracts.state.lease.LeaseHeld",  # apply: 3 another runner holds the table
-        "delta_contracts.state.lease.LeaseLost",
+        "delta_contracts.state.lease.LeaseHeldError",  # apply: 3 another runner holds the table
+        "delta_contracts.state.lease.LeaseLostError",
     ],
 }
 
@@ -183,7 +183,7 @@ def test_every_error_has_a_meaning() -> None:
 def test_builtin_bases_are_kept() -> None:
     """Callers catch these by their builtin kind (`except ValueError`, `except LookupError`)."""
     for name, base in {
-        "delta_contracts.paths.OutsideRoot": ValueError,
+        "delta_contracts.paths.OutsideRootError": ValueError,
         "delta_contracts.contract.types.TypeParseError": ValueError,
         "delta_contracts.plan.building.PlanError": ValueError,
         "delta_contracts.telemetry.sources.SourceError": ValueError,

@@ -9,7 +9,7 @@ import pytest
 
 from delta_contracts.plan import ops
 from delta_contracts.plan.catch_up import CatchUpRows
-from delta_contracts.plan.ops import AddColumn, DuplicateOpKind, Op, Phase, UnknownOpKind, op_class
+from delta_contracts.plan.ops import AddColumn, DuplicateOpKindError, Op, Phase, UnknownOpKindError, op_class
 from delta_contracts.plan.serialize import known_ops, op_from_data, op_to_data
 
 
@@ -46,7 +46,7 @@ def test_an_op_defined_anywhere_registers_and_round_trips() -> None:
 
 def test_a_second_op_of_a_known_kind_is_refused() -> None:
     with pytest.raises(
-        DuplicateOpKind,
+        DuplicateOpKindError,
         match=r"^op kind 'add_column' of tests\.test_op_registry\..*\.AddColumnAgain is already the kind of "
         r"delta_contracts\.plan\.ops\.AddColumn$",
     ):
@@ -81,6 +81,6 @@ def test_ops_defined_beside_plan_ops_are_known() -> None:
 
 
 def test_an_unknown_kind_is_named() -> None:
-    with pytest.raises(UnknownOpKind, match=r"^unknown op kind 'rename_galaxy'$"):
+    with pytest.raises(UnknownOpKindError, match=r"^unknown op kind 'rename_galaxy'$"):
         op_from_data({"kind": "rename_galaxy", "table": ["t"], "phase": "expand"})
-    assert issubclass(UnknownOpKind, ValueError)  # a migration loader reports it as an unreadable file
+    assert issubclass(UnknownOpKindError, ValueError)  # a migration loader reports it as an unreadable file

@@ -12,10 +12,10 @@ from collections.abc import Callable
 
 import pytest
 
-from delta_contracts.engine.retry import Backoff, CommitConflict, retrying
+from delta_contracts.engine.retry import Backoff, CommitConflictError, retrying
 
 
-class ConcurrentAppendException(Exception):  # the name delta.exceptions gives it; conflict_of reads the name
+class ConcurrentAppendException(Exception):  # noqa: N818 - delta.exceptions' name, which conflict_of reads
     pass
 
 
@@ -73,7 +73,7 @@ def test_a_statement_is_run_again_until_it_commits() -> None:
 def test_patience_spent_stops_with_one_line_saying_what_to_do() -> None:
     clock = Clock(seconds_per_try=10.0)
     calls, action = losing(1000, clock)
-    with pytest.raises(CommitConflict) as raised:
+    with pytest.raises(CommitConflictError) as raised:
         retried(action, clock, 60.0)
     message = str(raised.value)
     assert clock.now <= 60.0 + 10.0  # the last try began within the patience
@@ -86,7 +86,7 @@ def test_patience_spent_stops_with_one_line_saying_what_to_do() -> None:
 def test_an_op_not_retried_stops_at_the_first_conflict() -> None:
     clock = Clock(seconds_per_try=1.0)
     calls, action = losing(1, clock)
-    with pytest.raises(CommitConflict) as raised:
+    with pytest.raises(CommitConflictError) as raised:
         retrying(action, what="drop", retry=False, on_retry=lambda _: None, clock=clock, sleep=clock.sleep)
     assert len(calls) == 1 and clock.slept == []
     assert "not retried automatically" in str(raised.value)
@@ -95,7 +95,7 @@ def test_an_op_not_retried_stops_at_the_first_conflict() -> None:
 def test_zero_patience_tries_once() -> None:
     clock = Clock(seconds_per_try=0.5)
     calls, action = losing(1, clock)
-    with pytest.raises(CommitConflict) as raised:
+    with pytest.raises(CommitConflictError) as raised:
         retried(action, clock, 0.0)
     assert len(calls) == 1
     assert "tried once in" in str(raised.value)  # not "tried 1 times"

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from delta_contracts.contract.errors import ContractError
 from delta_contracts.contract.lint import lint
 from delta_contracts.contract.load import LoadedContract, parse_contract
-from delta_contracts.paths import OutsideRoot, inside
+from delta_contracts.paths import OutsideRootError, inside
 from delta_contracts.plan.migrations import next_migration, table_folder, write_migration
 from delta_contracts.plan.render import render
 from delta_contracts.plan.sqlfile import render_sql_file
@@ -96,7 +96,7 @@ def test_nothing_written_for_a_contract_lands_outside_its_root(tmp_path: Path, t
     else:  # refused: `plan` stops before writing; the folder helper refuses it too, or keeps it inside
         try:
             folder = table_folder(root, table_id)
-        except OutsideRoot:
+        except OutsideRootError:
             pass
         else:
             assert folder.resolve().is_relative_to(root.resolve())
@@ -109,7 +109,7 @@ def test_a_name_never_leads_out_of_its_root(tmp_path_factory: pytest.TempPathFac
     root = tmp_path_factory.getbasetemp() / "root"
     try:
         path = inside(root, name)
-    except OutsideRoot:
+    except OutsideRootError:
         return
     assert path.resolve().is_relative_to(root.resolve()) and path.resolve() != root.resolve()
 
@@ -119,7 +119,7 @@ def test_a_link_planted_in_the_tree_does_not_lead_out(tmp_path: Path) -> None:
     root.mkdir()
     elsewhere.mkdir()
     (root / "sales.orders").symlink_to(elsewhere)
-    with pytest.raises(OutsideRoot, match="outside"):
+    with pytest.raises(OutsideRootError, match="outside"):
         table_folder(root, "sales.orders")
 
 

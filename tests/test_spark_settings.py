@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.engine.spark.session import (
-    CatalogLocked,
+    CatalogLockedError,
     SparkConfError,
     catalog_locked,
     embedded_metastore,
@@ -120,6 +120,6 @@ def test_the_embedded_metastore_and_its_lock(tmp_path: Path) -> None:
     )
     assert catalog_locked(locked)
     assert not catalog_locked("java.net.ConnectException: Connection refused")
-    message = str(CatalogLocked(tmp_path / "metastore_db"))
+    message = str(CatalogLockedError(tmp_path / "metastore_db"))
     assert f"metastore {tmp_path / 'metastore_db'} open" in message and "\n" not in message
-    assert CatalogLocked(None).exit_code == 2
+    assert CatalogLockedError(None).exit_code == 2

@@ -18,7 +18,7 @@ from delta_contracts.errors import InputError
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.planner import PlanError, plan
-from delta_contracts.tableid import BadTableId, TableId
+from delta_contracts.tableid import BadTableIdError, TableId
 from delta_contracts.target import Target
 from tests.recipes import RECIPES, base_contract, pair
 
@@ -98,7 +98,7 @@ def test_serialized_as_a_list_and_read_back_equal() -> None:
     "text", ["", "orders", "sales.", ".orders", "sales..orders", "a.b.c.d", "main.sales.orders.x"]
 )
 def test_a_bad_name_is_refused_naming_it(text: str) -> None:
-    with pytest.raises(BadTableId, match=re.escape(f"'{text}' is not a table id")) as raised:
+    with pytest.raises(BadTableIdError, match=re.escape(f"'{text}' is not a table id")) as raised:
         TableId.parse(text)
     assert isinstance(raised.value, InputError) and isinstance(raised.value, ValueError)
     assert raised.value.exit_code == 2
@@ -106,7 +106,7 @@ def test_a_bad_name_is_refused_naming_it(text: str) -> None:
 
 @pytest.mark.parametrize("value", [None, 5, ("sales", "orders")])
 def test_parse_takes_text_only(value: object) -> None:
-    with pytest.raises(BadTableId, match="is not a table id"):
+    with pytest.raises(BadTableIdError, match="is not a table id"):
         TableId.parse(value)
 
 
@@ -115,13 +115,13 @@ def test_parse_takes_text_only(value: object) -> None:
     [(), ("orders",), ("sales", ""), ("", "orders"), ("a", "b", "c", "d"), ("sales", 5), "sales.orders"],
 )
 def test_bad_parts_are_refused_naming_them(parts: object) -> None:
-    with pytest.raises(BadTableId, match="is not a table id") as raised:
+    with pytest.raises(BadTableIdError, match="is not a table id") as raised:
         TableId(parts)  # type: ignore[arg-type]
     assert repr(parts) in str(raised.value) or f"'{parts}'" in str(raised.value)
 
 
 def test_none_is_refused() -> None:
-    with pytest.raises(BadTableId, match="None is not a table id"):
+    with pytest.raises(BadTableIdError, match="None is not a table id"):
         TableId(None)  # type: ignore[arg-type]
 
 
@@ -223,7 +223,7 @@ def test_an_op_built_with_a_plain_tuple_holds_a_table_id() -> None:
         key=("a",),
     )
     assert type(catch_up.source) is TableId and catch_up.strategy is CatchUpStrategy.MERGE_ON_KEY
-    with pytest.raises(BadTableId):
+    with pytest.raises(BadTableIdError):
         RenameTable(table=("t",), phase=Phase.CUTOVER, new_name=("s", "t__v2"))
 
 

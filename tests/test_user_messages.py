@@ -249,7 +249,7 @@ def test_a_refused_pre_check_shows_its_sample_rows_as_json() -> None:
     from datetime import date
     from decimal import Decimal
 
-    from delta_contracts.engine.base import PreconditionFailed
+    from delta_contracts.engine.base import PreconditionFailedError
     from delta_contracts.plan.conditions import NoRowsWhere
     from delta_contracts.plan.ops import DropTable, Gate, Phase
     from delta_contracts.tableid import TableId
@@ -262,7 +262,7 @@ def test_a_refused_pre_check_shows_its_sample_rows_as_json() -> None:
         left_behind="`site` IS NULL",
     )
     sample = {"sensor_id": 1, "day": date(2026, 11, 1), "site": None, "value": Decimal("1.50")}
-    refused = PreconditionFailed(drop, NoRowsWhere(table, "`site` IS NULL"), 1, [sample])
+    refused = PreconditionFailedError(drop, NoRowsWhere(table, "`site` IS NULL"), 1, [sample])
     shown = str(refused).splitlines()[-1].strip()
     assert shown == '{"sensor_id": 1, "day": "2026-11-01", "site": null, "value": "1.50"}', shown
 

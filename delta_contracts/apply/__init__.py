@@ -20,7 +20,7 @@ from delta_contracts.apply.api import (
     engine_for,
     project_of_migrations,
 )
-from delta_contracts.apply.discard import Discarded, DiscardRefused, discard, rehash, unserved_tables
+from delta_contracts.apply.discard import Discarded, DiscardRefusedError, discard, rehash, unserved_tables
 
 __all__ = [
     "EXIT_DONE",
@@ -28,7 +28,7 @@ __all__ = [
     "EXIT_HELD",
     "EXIT_INPUT",
     "ApplyResult",
-    "DiscardRefused",
+    "DiscardRefusedError",
     "Discarded",
     "apply",
     "break_lease",

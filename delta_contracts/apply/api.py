@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedProject
     from delta_contracts.engine.base import Engine
     from delta_contracts.plan.ops import Phase
-    from delta_contracts.state.lease import LeaseHeld
+    from delta_contracts.state.lease import LeaseHeldError
 
 # The codes `ApplyResult.exit_code` gives, under the names the API has always offered.
 EXIT_DONE, EXIT_FAILED = ExitCode.OK, ExitCode.FAILED
@@ -29,7 +29,7 @@ EXIT_INPUT, EXIT_HELD = ExitCode.BAD_INPUT, ExitCode.HELD
 class ApplyResult:
     runs: list[TableRun] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)  # (contract, why nothing ran)
-    held: list[LeaseHeld] = field(default_factory=list)  # tables another runner holds
+    held: list[LeaseHeldError] = field(default_factory=list)  # tables another runner holds
     lost: list[tuple[str, str]] = field(default_factory=list)  # (contract, why): our lease was taken over
     broken: list[tuple[str, str]] = field(default_factory=list)  # (contract, holder): --break-lease freed it
 
@@ -165,15 +165,15 @@ def _apply_table(
     promotion: Promotion | None = None,
 ) -> None:
     """One table's pending migrations, its outcome added to `result`."""
-    from delta_contracts.apply.runner import ApplyRefused
-    from delta_contracts.paths import OutsideRoot
+    from delta_contracts.apply.runner import ApplyRefusedError
+    from delta_contracts.paths import OutsideRootError
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
-    from delta_contracts.state.lease import LeaseHeld, LeaseLost
+    from delta_contracts.state.lease import LeaseHeldError, LeaseLostError
     from delta_contracts.state.state_table import StateTableError
 
     try:
         folder = table_folder(root, contract)
-    except OutsideRoot as err:
+    except OutsideRootError as err:
         result.refused.append((contract, str(err)))
         return
     if not folder.is_dir():
@@ -192,13 +192,13 @@ def _apply_table(
             if holder is not None:
                 result.broken.append((contract, holder))
         result.runs.append(runner.apply_table(contract, history))
-    except (IntegrityError, ApplyRefused) as err:
+    except (IntegrityError, ApplyRefusedError) as err:
         result.refused.append((contract, str(err)))
-    except LeaseHeld as err:
+    except LeaseHeldError as err:
         result.held.append(err)
     except StateTableError as err:  # an op that ran unrecorded is found done by its postcondition next time
         result.refused.append((contract, str(err)))
-    except LeaseLost as err:
+    except LeaseLostError as err:
         result.lost.append((contract, str(err)))
 
 

@@ -68,7 +68,7 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
     return [r.migration_id for r in rows]
 
 
-class DiscardRefused(InputError):
+class DiscardRefusedError(InputError):
     """The migration cannot be discarded: part of it reached what readers or producers see, a later one
     follows it, or it is not there."""
 
@@ -109,16 +109,22 @@ def discard(
     history = load_history(folder)
     ids = [stored.migration_id for stored in history]
     if migration_id not in ids:
-        raise DiscardRefused(f"{folder}: no migration {migration_id} (planned: {', '.join(ids) or 'none'})")
+        raise DiscardRefusedError(
+            f"{folder}: no migration {migration_id} (planned: {', '.join(ids) or 'none'})"
+        )
     if ids[-1] != migration_id:
-        raise DiscardRefused(f"{migration_id} is followed by {ids[-1]}: discard the later migrations first")
+        raise DiscardRefusedError(
+            f"{migration_id} is followed by {ids[-1]}: discard the later migrations first"
+        )
     if isinstance(ledger, Path):
         ledger = lg.Ledger(ledger)
     entries = ledger.entries([contract])
     stored = history[-1]
     created = unserved_tables(entries, contract, stored)
     if created and engine is None:
-        raise DiscardRefused(f"{migration_id} created {', '.join(created)}: an engine is needed to drop it")
+        raise DiscardRefusedError(
+            f"{migration_id} created {', '.join(created)}: an engine is needed to drop it"
+        )
     dropped = []
     for table in created:
         assert engine is not None
@@ -157,7 +163,7 @@ def discard(
 
 def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigration) -> list[str]:
     """The tables the migration's work so far is confined to — tables it created itself, before any cutover
-    served them — or DiscardRefused when any of its work reached a table readers or producers use (or one
+    served them — or DiscardRefusedError when any of its work reached a table readers or producers use (or one
     that stood before it). Empty when nothing of it ran."""
     from delta_contracts.plan.ops import CreateTable, Phase, StampContract
     from delta_contracts.state import ledger as lg
@@ -192,13 +198,13 @@ def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigrati
     for index in sorted(touched):
         op = ops[index - 1]
         if op.phase not in (Phase.EXPAND, Phase.POPULATE) or isinstance(op, StampContract):
-            raise DiscardRefused(
+            raise DiscardRefusedError(
                 refusal.format(f"op {index} ({op.summary()}) is of its {op.phase.value} phase")
             )
         if op.table not in made:
-            raise DiscardRefused(refusal.format(f"op {index} ({op.summary()}) changed {op.table}"))
+            raise DiscardRefusedError(refusal.format(f"op {index} ({op.summary()}) changed {op.table}"))
         if op.table not in made_here:
-            raise DiscardRefused(
+            raise DiscardRefusedError(
                 refusal.format(f"{op.table} was there before it (its create was skipped or never finished)")
             )
     return sorted({str(ops[i - 1].table) for i in touched})

@@ -34,7 +34,13 @@ from delta_contracts.apply.reports import (
     requirements,
 )
 from delta_contracts.apply.schedule import Schedule, Verdict
-from delta_contracts.engine.base import SKIPPED_DETAIL, Engine, EngineError, OpOutcome, PreconditionFailed
+from delta_contracts.engine.base import (
+    SKIPPED_DETAIL,
+    Engine,
+    EngineError,
+    OpOutcome,
+    PreconditionFailedError,
+)
 from delta_contracts.engine.row_moves import BatchDone
 from delta_contracts.errors import InputError
 from delta_contracts.marks import STAMP_VERSION
@@ -47,8 +53,8 @@ from delta_contracts.telemetry.names import Names
 # Importers of the runner find what it reports here, as before.
 __all__ = [
     "ApplyOptions",
-    "ApplyRefused",
-    "ChecksumMismatch",
+    "ApplyRefusedError",
+    "ChecksumMismatchError",
     "OpInFlight",
     "OpReport",
     "OpStatus",
@@ -59,11 +65,11 @@ __all__ = [
 ]
 
 
-class ApplyRefused(InputError):
+class ApplyRefusedError(InputError):
     """Nothing ran: the input cannot be applied as it is (a changed migration, an op the engine lacks)."""
 
 
-class ChecksumMismatch(ApplyRefused):
+class ChecksumMismatchError(ApplyRefusedError):
     def __init__(self, path: Path, recorded: str, current: str) -> None:
         self.path = path
         super().__init__(
@@ -119,7 +125,7 @@ class Runner:
                 f"{self.ledger.where} has no record of {contract}"
             )
             if not self.options.force_reason:
-                raise ApplyRefused(
+                raise ApplyRefusedError(
                     f"{why}: the ledger was deleted, moved, or is not the one this table was migrated "
                     "with, and without it changed migrations go unnoticed. Point the engine at the table's "
                     "ledger, or start a new one here with --force --reason"
@@ -175,7 +181,7 @@ class Runner:
             try:
                 self.engine.check_supported(todo)
             except EngineError as err:
-                raise ApplyRefused(f"{stored.json_path}: {err}") from None
+                raise ApplyRefusedError(f"{stored.json_path}: {err}") from None
             for index, op, decision in schedule.decisions(stored, done):
                 flight = OpInFlight(contract, stored, index, op)
                 if decision.verdict is not Verdict.RUN:
@@ -202,7 +208,7 @@ class Runner:
             recorded = self.table_ledger.recorded_checksum(stored.migration_id)
             current = lg.migration_checksum(stored.sql_path, stored.json_path)
             if recorded is not None and recorded != current:
-                raise ChecksumMismatch(stored.json_path, recorded, current)
+                raise ChecksumMismatchError(stored.json_path, recorded, current)
 
     def _gate(self, contract: str, stored: StoredMigration, index: int, op: Op) -> tuple[str, ...]:
         """Why the op's gate is shut; empty when it is open."""
@@ -299,7 +305,7 @@ class Runner:
         retried_before = self.engine.retried
         try:
             attempt = self._attempt(flight, lease, forced, before)
-        except (EngineError, PreconditionFailed) as err:
+        except (EngineError, PreconditionFailedError) as err:
             message = str(err) or type(err).__name__
             self._record(
                 self._entry(

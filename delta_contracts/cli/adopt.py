@@ -14,7 +14,7 @@ from delta_contracts.cli.errors import UsageError
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 from delta_contracts.cli.tables import _open as open_engine
 from delta_contracts.sql.dialect import DIALECT
-from delta_contracts.tableid import BadTableId, TableId
+from delta_contracts.tableid import BadTableIdError, TableId
 
 if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedProject
@@ -66,7 +66,7 @@ def init_command(
         raise UsageError("give --from-table NAME or --all SCHEMA")
     try:
         wanted = TableId.parse(from_table) if from_table is not None else None
-    except BadTableId as err:
+    except BadTableIdError as err:
         raise UsageError(f"--from-table: {err}") from None
     anchor = output if output is not None else Path("contracts")
     project = project_for(anchor if anchor.is_dir() else anchor.parent)
@@ -86,7 +86,7 @@ def init_command(
                 from delta_contracts.paths import inside
 
                 folder = output or project.root / str(all_in)
-                # A catalog's table name is a file name here, never a path (OutsideRoot, exit 2).
+                # A catalog's table name is a file name here, never a path (OutsideRootError, exit 2).
                 destination: Path | None = inside(folder, f"{(found.alias or found.physical)[-1]}.yaml")
             else:
                 destination = output

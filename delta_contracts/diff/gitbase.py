@@ -25,7 +25,7 @@ class GitError(InputError):
     pass
 
 
-class GitMissing(GitError):
+class GitMissingError(GitError):
     pass
 
 
@@ -47,7 +47,7 @@ def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
     try:
         done = subprocess.run(["git", *args], cwd=cwd, input=stdin, capture_output=True, check=False)
     except FileNotFoundError:
-        raise GitMissing(
+        raise GitMissingError(
             "git is not installed: --base needs it (or compare two files: diff OLD NEW)"
         ) from None
     if done.returncode != 0:
@@ -58,7 +58,7 @@ def _git(args: list[str], cwd: Path, stdin: bytes | None = None) -> bytes:
 def _top_level(cwd: Path) -> Path:
     try:
         return Path(_git(["rev-parse", "--show-toplevel"], cwd).decode().strip())
-    except GitMissing:
+    except GitMissingError:
         raise
     except GitError:
         raise GitError(

@@ -50,7 +50,7 @@ class Unread(Enum):
     UNREAD = auto()
 
 
-class PartialOp(EngineError):
+class PartialOpError(EngineError):
     """An op committed to the table yet did not do what it says: the Delta log holds its version."""
 
     def __init__(self, op: Op, version: int, why: str) -> None:
@@ -61,7 +61,7 @@ class PartialOp(EngineError):
         )
 
 
-class PreconditionFailed(EngineError):
+class PreconditionFailedError(EngineError):
     """Rows break an op's pre-check. `broken`: what they break, as the condition's named parts say, with how
     many rows break each (empty when the condition has no parts); the samples are of the first."""
 
@@ -278,7 +278,7 @@ class Engine(ABC):
                     ]
                     sampled = broken[0][2] if broken else check.predicate
                     samples = self.sample_where(check.table, sampled)
-                    raise PreconditionFailed(op, check, count, samples, broken)
+                    raise PreconditionFailedError(op, check, count, samples, broken)
             elif not self.holds(check, reads):
                 raise EngineError(f"{op.summary()}: it needs that {describe(check)}, which does not hold")
 
@@ -301,7 +301,7 @@ class Engine(ABC):
 
     def skip_or_check(self, op: Op) -> bool:
         """True when the op's postcondition already holds (nothing to run); otherwise check its precondition
-        (PreconditionFailed when rows break it) and return False. The two read the table once."""
+        (PreconditionFailedError when rows break it) and return False. The two read the table once."""
         reads = Reads()
         if self.postcondition_holds(op, reads):
             return True
@@ -323,13 +323,13 @@ class Engine(ABC):
                 raise  # a commit that lost to another writer's: the version moved, but not by this op
             after = self.table_version(op.table)
             if after is not None and after != before:
-                raise PartialOp(op, after, f"the op failed: {err}") from err
+                raise PartialOpError(op, after, f"the op failed: {err}") from err
             raise
         result = op.result_condition()
         if result is not None and not self.holds(result):
             after = self.table_version(op.table)
             if after is not None and after != before:
-                raise PartialOp(op, after, f"the Delta log does not show {result}")
+                raise PartialOpError(op, after, f"the Delta log does not show {result}")
             raise EngineError(f"{op.summary()} on {op.table}: ran, but the table does not show {result}")
         return outcome
 

@@ -50,7 +50,7 @@ TARGETS = {
 }
 
 
-class JarsUnavailable(InputError):
+class JarsUnavailableError(InputError):
     """delta-spark's jars cannot be had here; the message says why and what to do."""
 
 
@@ -101,7 +101,7 @@ def _maven_copy(pom: str, folder: Path, groups: str, what: str, wanted: str) -> 
         return folder
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise JarsUnavailable("Maven (mvn) is not on the PATH")
+        raise JarsUnavailableError("Maven (mvn) is not on the PATH")
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="delta-jars-") as work:
         pom_file = Path(work) / "pom.xml"
@@ -124,7 +124,7 @@ def _maven_copy(pom: str, folder: Path, groups: str, what: str, wanted: str) -> 
         )
         if done.returncode != 0 or not any(p.name.startswith(wanted) for p in _jars_in(staging)):
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-            raise JarsUnavailable(f"Maven could not fetch {what}: " + " | ".join(tail or ["no output"]))
+            raise JarsUnavailableError(f"Maven could not fetch {what}: " + " | ".join(tail or ["no output"]))
         # A complete folder appears at once: a crash mid-copy leaves no half-filled cache.
         tmp_final = folder.with_name(folder.name + ".tmp")
         shutil.rmtree(tmp_final, ignore_errors=True)
@@ -148,11 +148,11 @@ def delta_jars(target: str = "delta-4") -> list[Path] | None:
     if override:
         jars = _jars_in(Path(override))
         if not _has_delta(jars):
-            raise JarsUnavailable(f"{JARS_ENV}={override} holds no delta-spark*.jar")
+            raise JarsUnavailableError(f"{JARS_ENV}={override} holds no delta-spark*.jar")
         return jars
     try:
         return _jars_in(resolve_with_maven(target))
-    except JarsUnavailable:
+    except JarsUnavailableError:
         if shutil.which("mvn") is not None:
             raise
         return None  # no Maven here: Spark's Ivy resolution of the same coordinates
@@ -203,7 +203,7 @@ def availability(target: str = "delta-4") -> tuple[bool, str]:
         return False, "no Java runtime (java) on this machine: delta-spark needs Java 17"
     try:
         delta_jars(target)
-    except JarsUnavailable as err:
+    except JarsUnavailableError as err:
         return False, f"delta-spark's jars cannot be had: {err}; set {JARS_ENV} to a folder of them"
     return True, ""
 
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                 folder, what = derby_jars(), f"{DERBY_GROUP}:derbynet:{pyspark_derby_version()}"
             else:
                 folder, what = resolve_with_maven(target), TARGETS[target].coordinates
-        except JarsUnavailable as err:
+        except JarsUnavailableError as err:
             print(f"error: {target}: {err}", file=sys.stderr)
             return err.exit_code
         print(f"{target}: {what} -> {folder} ({len(_jars_in(folder))} jars)")

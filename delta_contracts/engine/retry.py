@@ -96,7 +96,7 @@ def _text(value: object) -> str:
         return type(value).__name__
 
 
-class CommitConflict(EngineError):
+class CommitConflictError(EngineError):
     """An op's commit lost to another writer's and was not (or no longer) retried; nothing of it was
     committed. The message is one line and says what to do."""
 
@@ -166,6 +166,6 @@ def retrying(
             pause = backoff.pause(conflicts)
             elapsed = clock() - began
             if not retry or elapsed + pause > backoff.patience:
-                raise CommitConflict(what, conflict, conflicts, retry, elapsed) from None
+                raise CommitConflictError(what, conflict, conflicts, retry, elapsed) from None
             on_retry(conflict)
             sleep(pause)

@@ -63,7 +63,7 @@ class PlannedFiles:
 
 
 def table_folder(root: Path, contract_id: str) -> Path:
-    """`<root>/<contract id>`, proved to lie under `root` (OutsideRoot otherwise): an id is a name."""
+    """`<root>/<contract id>`, proved to lie under `root` (OutsideRootError otherwise): an id is a name."""
     return inside(root, contract_id)
 
 

@@ -90,11 +90,11 @@ class Gate:
         )
 
 
-class DuplicateOpKind(DeltaContractsError, TypeError):
+class DuplicateOpKindError(DeltaContractsError, TypeError):
     """Two op classes claim the same `kind`: a migration file could not say which one it holds."""
 
 
-class UnknownOpKind(InputError, ValueError):
+class UnknownOpKindError(InputError, ValueError):
     """A migration file names an op kind no op class registered."""
 
     def __init__(self, kind: str) -> None:
@@ -131,7 +131,7 @@ def op_class(kind: str) -> type[Op]:
     try:
         return _OPS_BY_KIND[kind]
     except KeyError:
-        raise UnknownOpKind(kind) from None
+        raise UnknownOpKindError(kind) from None
 
 
 def _register(cls: type[Op]) -> None:
@@ -142,7 +142,7 @@ def _register(cls: type[Op]) -> None:
     # `@dataclass(slots=True)` builds a second class from the first one's namespace and that one replaces it:
     # it carries the first one's mark. Any other class claiming a known kind is a second op of that kind.
     if known is not None and cls.__dict__.get("_registered_as") is not known:
-        raise DuplicateOpKind(
+        raise DuplicateOpKindError(
             f"op kind '{kind}' of {cls.__module__}.{cls.__qualname__} is already the kind of "
             f"{known.__module__}.{known.__qualname__}"
         )

@@ -53,7 +53,7 @@ def _tuples(value: Any) -> Any:
 def op_from_data(data: dict[str, Any]) -> Op:
     fields = dict(data)
     kind = fields.pop("kind")
-    cls = op_class(kind)  # UnknownOpKind (a ValueError) names a kind no op registered
+    cls = op_class(kind)  # UnknownOpKindError (a ValueError) names a kind no op registered
     out: dict[str, Any] = {}
     for name, value in fields.items():
         if name == "phase":

@@ -63,7 +63,7 @@ class LeaseRow:
         )
 
 
-class LeaseHeld(TableHeldError):
+class LeaseHeldError(TableHeldError):
     """Another runner holds the table."""
 
     def __init__(self, table: str, holder: LeaseRow) -> None:
@@ -71,7 +71,7 @@ class LeaseHeld(TableHeldError):
         super().__init__(f"{table} is being migrated by {holder.describe()}")
 
 
-class LeaseLost(TableHeldError):
+class LeaseLostError(TableHeldError):
     """Our lease was taken over (it expired while we ran): stop before touching the table again."""
 
 
@@ -275,7 +275,7 @@ class Lease:
             action, note = "acquire", ""
             if holder is not None and holder.action not in FREE_ACTIONS and holder.owner != self.owner:
                 if _live(holder, now):
-                    raise LeaseHeld(self.table, holder)
+                    raise LeaseHeldError(self.table, holder)
                 action = "takeover"
                 gone = "expired" if holder.expires <= now else "process gone"
                 note = f"took over from {holder.describe()} ({gone})"
@@ -284,15 +284,15 @@ class Lease:
                 self.taken_over = holder if action == "takeover" else None
                 self.expires = row.expires
                 return self
-        raise LeaseLost(f"could not take the lease on {self.table}: the lease table is too busy")
+        raise LeaseLostError(f"could not take the lease on {self.table}: the lease table is too busy")
 
     def renew(self) -> None:
-        """Push the expiry out; raises LeaseLost when someone else holds the table now."""
+        """Push the expiry out; raises LeaseLostError when someone else holds the table now."""
         for _ in range(_ATTEMPTS):
             snapshot = self._table()
             holder = self._latest(snapshot)
             if holder is None or holder.owner != self.owner or holder.action in FREE_ACTIONS:
-                raise LeaseLost(
+                raise LeaseLostError(
                     f"the lease on {self.table} is no longer ours: {holder and holder.describe()}"
                 )
             now = datetime.now(UTC)
@@ -300,7 +300,7 @@ class Lease:
             if self._commit(snapshot, row):
                 self.expires = row.expires
                 return
-        raise LeaseLost(f"could not renew the lease on {self.table}: the lease table is too busy")
+        raise LeaseLostError(f"could not renew the lease on {self.table}: the lease table is too busy")
 
     def break_lease(self, reason: str) -> LeaseRow | None:
         """Free the table whoever holds it (an operator's decision: the holder cannot be seen to be gone), as
@@ -315,7 +315,7 @@ class Lease:
             note = f"broke the lease of {holder.describe()}: {reason}"
             if self._commit(snapshot, self._row(snapshot, "break", now, now, note)):
                 return holder
-        raise LeaseLost(f"could not break the lease on {self.table}: the lease table is too busy")
+        raise LeaseLostError(f"could not break the lease on {self.table}: the lease table is too busy")
 
     def renew_if_due(self) -> None:
         if self.expires is None or self.expires - datetime.now(UTC) < self.ttl / 2:

@@ -20,7 +20,7 @@ from tests.engine.apply_support import fingerprint, insert_rows, orders_migratio
 pytestmark = pytest.mark.engine
 
 
-class Interrupted(Exception):
+class RunInterruptedError(Exception):
     pass
 
 
@@ -170,9 +170,9 @@ def test_foreign_commits_are_drift_even_before_the_toolkits_last(engine: Engine,
 
     def stop_after_two_ops(boundary: str) -> None:  # before 0002's rewrite (local), which restarts the log
         if boundary == "0002_1.0.0_to_1.1.0 op 2 recorded":
-            raise Interrupted
+            raise RunInterruptedError
 
-    with pytest.raises(Interrupted):
+    with pytest.raises(RunInterruptedError):
         apply(engine, root, tables=[contract], on_boundary=stop_after_two_ops)
     entries = Ledger(engine.state_dir).entries([contract])
     assert [e.op_index for e in entries if e.status == "succeeded" and e.migration_id.startswith("0002")] == [

@@ -20,7 +20,7 @@ import pytest
 from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.engine.base import Engine, PreconditionFailed
+from delta_contracts.engine.base import Engine, PreconditionFailedError
 from delta_contracts.plan.catch_up import CLOCK_MARGIN_MS, CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import Phase
 from delta_contracts.plan.planner import plan
@@ -347,7 +347,7 @@ def test_a_shared_key_is_refused_before_the_merge_writes(local_or_spark: Engine)
     new_version = engine.table_version(catch_up.table)
 
     def refused(op: Any, table: tuple[str, ...]) -> list[dict[str, Any]]:
-        with pytest.raises(PreconditionFailed) as failed:
+        with pytest.raises(PreconditionFailedError) as failed:
             engine.apply_op(op)
         assert failed.value.count == 2 and ".".join(table) in str(failed.value)
         assert engine.table_version(catch_up.table) == new_version  # nothing written

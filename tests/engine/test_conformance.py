@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.engine import deltalog
-from delta_contracts.engine.base import Engine, EngineError, PreconditionFailed, Reads
+from delta_contracts.engine.base import Engine, EngineError, PreconditionFailedError, Reads
 from delta_contracts.live import LiveTable
 from delta_contracts.plan.ops import (
     AddCheck,
@@ -175,7 +175,7 @@ def test_properties_mark_and_stamp(engine: Engine) -> None:
 
 def test_checks_validate_enforce_and_drop(engine: Engine) -> None:
     table = fresh_table(engine)
-    with pytest.raises(PreconditionFailed) as caught:
+    with pytest.raises(PreconditionFailedError) as caught:
         engine.apply_op(
             AddCheck(table=table, phase=Phase.CUTOVER, name="amount_min", expression="`amount` >= 0")
         )
@@ -282,7 +282,7 @@ def test_column_mapping_then_drop_columns_keeps_other_data(engine: Engine) -> No
 def test_set_not_null(engine: Engine) -> None:
     table = fresh_table(engine)
     op = SetNotNull(table=table, phase=Phase.CUTOVER, column="note")
-    with pytest.raises(PreconditionFailed):
+    with pytest.raises(PreconditionFailedError):
         engine.apply_op(op)  # a NULL note exists
     engine.apply_op(Backfill(table=table, phase=Phase.POPULATE, column="note", expression="'x'"))
     # Every engine here runs OSS Delta (Sail + delta-rs, delta-spark): only Databricks has SET NOT NULL, and

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from delta_contracts.contract.model import Contract
-from delta_contracts.engine.base import Engine, PreconditionFailed
+from delta_contracts.engine.base import Engine, PreconditionFailedError
 from delta_contracts.plan.ops import CopyRows, Phase
 from delta_contracts.plan.planner import plan
 from delta_contracts.plan.render import render
@@ -70,7 +70,7 @@ def ansi(spark_engine: Engine, request: pytest.FixtureRequest) -> Iterator[str]:
 def test_precheck_counts_the_rows_a_conversion_overflows(
     spark_engine: Engine, copy_op: CopyRows, ansi: str
 ) -> None:
-    with pytest.raises(PreconditionFailed) as refused:
+    with pytest.raises(PreconditionFailedError) as refused:
         spark_engine.apply_op(copy_op)
     assert refused.value.count == 1, f"ANSI {ansi}: {refused.value}"
     assert [row.get("txn_amt_paise") for row in refused.value.samples] == [WRAPS]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from delta_contracts.engine.base import Engine, PreconditionFailed
+from delta_contracts.engine.base import Engine, PreconditionFailedError
 from delta_contracts.plan.ops import (
     CloseColumn,
     DropCheck,
@@ -71,7 +71,7 @@ def test_versioned_cutover_fences_rows_of_the_old_table(local_engine: Engine) ->
     # one that never switched commits after the fence: the drop of the old version refuses it, forced or not
     write_rows(local_engine, state.physical, [{**LATE_ROW, "txn_id": "t4"}])
     drop = next(op for op in migration.ops if isinstance(op, DropTable))
-    with pytest.raises(PreconditionFailed) as refused:
+    with pytest.raises(PreconditionFailedError) as refused:
         local_engine.apply_op(drop)
     assert refused.value.count == 1 and refused.value.samples[0]["txn_id"] == "t4"
     assert ids(local_engine, state.physical) == ["t1", "t2", "t3", "t4"]  # nothing dropped
@@ -97,7 +97,7 @@ def test_in_place_rename_drop_catches_up_the_old_column(spark_engine: Engine) ->
     spark_engine.apply_op(last)
     # and once more, between the last catch-up and the closing check: the check refuses to close the column
     write_rows(spark_engine, state.physical, [{**LATE_ROW, "txn_id": "t4", "legacy_channel": "post"}])
-    with pytest.raises(PreconditionFailed) as refused:
+    with pytest.raises(PreconditionFailedError) as refused:
         spark_engine.apply_op(close)
     assert refused.value.count == 1
     spark_engine.apply_op(last)  # apply runs it again (the gate holds all three) before the drop
@@ -135,7 +135,7 @@ def test_fence_refuses_old_rows_sharing_a_key_after_the_rename(local_engine: Eng
     assert isinstance(fence, CatchUpRows) and fence.source != new.table_parts  # renamed to __v1
     # an old producer that never checked the stamp commits two rows with one key to the old table
     write_rows(local_engine, fence.source, [LATE_ROW, {**LATE_ROW, "attempts": 3}])
-    with pytest.raises(PreconditionFailed) as refused:
+    with pytest.raises(PreconditionFailedError) as refused:
         local_engine.apply_op(fence)
     assert refused.value.count == 2
     assert ids(local_engine, after.physical) == ["t1", "t2"]  # nothing copied

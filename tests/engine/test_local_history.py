@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from delta_contracts.engine.base import EngineError, PartialOp
+from delta_contracts.engine.base import EngineError, PartialOpError
 from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.engine.local.routes import TableFacts
 from delta_contracts.plan.ops import (
@@ -147,7 +147,7 @@ def test_an_op_that_fails_after_committing_is_reported_partial(tmp_path: Path) -
     table = _widening_table(tmp_path)
     with _SailOnly(tmp_path) as engine:
         before = engine.table_version(table)
-        with pytest.raises(PartialOp) as raised:
+        with pytest.raises(PartialOpError) as raised:
             engine.apply_op(
                 WidenType(table=table, phase=E, column="quantity", from_type="int", to_type="bigint")
             )

@@ -8,7 +8,7 @@ import itertools
 import pytest
 from sqlglot import exp
 
-from delta_contracts.engine.base import Engine, PreconditionFailed
+from delta_contracts.engine.base import Engine, PreconditionFailedError
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import Phase
 from delta_contracts.sql import expressions as x
@@ -49,7 +49,7 @@ def test_a_key_column_that_is_not_a_plain_name_is_checked_for_twins(spark_engine
     try:
         spark_engine.check_precondition(op)  # no twins: it holds
         write_rows(spark_engine, new, [{KEY: 1, "a": 0, "b": 0}])
-        with pytest.raises(PreconditionFailed) as twins:
+        with pytest.raises(PreconditionFailedError) as twins:
             spark_engine.check_precondition(op)
         assert twins.value.count == 2
         assert sorted(r[KEY] for r in twins.value.samples) == [1, 1]

@@ -14,7 +14,7 @@ from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.state import ledger as lg
 from delta_contracts.state.lease import Lease
-from delta_contracts.tableid import BadTableId
+from delta_contracts.tableid import BadTableIdError
 from tests.engine.apply_support import REPO
 
 pytestmark = pytest.mark.engine
@@ -84,7 +84,7 @@ def test_the_local_engine_puts_no_table_outside_its_warehouse(local_engine: Engi
     warehouse = Path(local_engine.warehouse).resolve()  # type: ignore[attr-defined]
     try:
         location = local_engine.location(tuple(table)).resolve()  # type: ignore[attr-defined]
-    except (EngineError, BadTableId):  # refused: a name the warehouse cannot hold, or no table id at all
+    except (EngineError, BadTableIdError):  # refused: a name the warehouse cannot hold, or no table id at all
         return
     assert location.is_relative_to(warehouse) and location != warehouse
     assert not location.is_relative_to(local_engine.state_dir.resolve())

@@ -42,7 +42,7 @@ from delta_contracts.engine.local.rewrite import StepHook
 from delta_contracts.engine.local.routes import TableFacts
 from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.live import Commit, LiveTable
-from delta_contracts.paths import OutsideRoot, inside
+from delta_contracts.paths import OutsideRootError, inside
 from delta_contracts.plan.ops import AddCheck, CreateTable, Op
 from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
@@ -120,7 +120,7 @@ class LocalEngine(Engine):
             raise EngineError(f"{table}: {schema} is the toolkit's own folder of the warehouse")
         try:
             return inside(self.warehouse, schema, name)
-        except OutsideRoot as err:
+        except OutsideRootError as err:
             raise EngineError(f"{table}: not a table the warehouse can hold: {err}") from None
 
     def _views_file(self) -> Path:

@@ -73,7 +73,7 @@ class SparkConfError(InputError, ValueError):
 SHARED_METASTORE_DOC = 'docs/engines.md, "A catalog several processes can use"'
 
 
-class CatalogLocked(InputError):
+class CatalogLockedError(InputError):
     """Another process has the embedded Derby metastore open: the message names it and the ways out."""
 
     def __init__(self, database: Path | None) -> None:
@@ -381,8 +381,8 @@ def command_line_session(warehouse: Path, project: Mapping[str, str], command_li
 def open_catalog(session: Any, settings: Mapping[str, str]) -> None:
     """Open a Hive catalog's metastore now: one that cannot be opened then stops the command before it does
     anything, with the reason, and not at its first statement with a 48-line traceback whose reason (Derby's)
-    is only in derby.log. A locked embedded metastore (another process has it open) is `CatalogLocked`; the
-    session is stopped either way."""
+    is only in derby.log. A locked embedded metastore (another process has it open) is `CatalogLockedError`;
+    the session is stopped either way."""
     if str(session.conf.get(CATALOG_IMPLEMENTATION, "in-memory")) != "hive":
         return  # Spark's in-memory catalog, or one the user plugged in: nothing to open
     try:
@@ -391,7 +391,7 @@ def open_catalog(session: Any, settings: Mapping[str, str]) -> None:
         causes = java_causes(err)
         session.stop()
         if catalog_locked("\n".join(causes)):
-            raise CatalogLocked(embedded_metastore(settings)) from None
+            raise CatalogLockedError(embedded_metastore(settings)) from None
         url = metastore_url(settings)
         where = f" ({url})" if url else ""
         raise EngineError(f"the catalog's metastore{where} cannot be opened: {causes[-1]}") from None

@@ -13,29 +13,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.generator import Generator
 
 from delta_contracts.live import Commit
 from delta_contracts.plan.conditions import AllOf, ColumnAbsent, Condition, HistoryCondition
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import build
 from delta_contracts.sql import expressions as x
-from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.tableid import TableId
 
 
-class ReorgPurge(exp.Expression):
+class ReorgPurge(x.KeywordStatement):
     """Delta's `REORG TABLE t APPLY (PURGE)`; `this` is the table (a name, or ``delta.`/path```)."""
 
-    arg_types: ClassVar[dict[str, bool]] = {"this": True}
-
-
-def _reorg_purge_sql(generator: Generator, expression: ReorgPurge) -> str:
-    return f"REORG TABLE {generator.sql(expression, 'this')} APPLY (PURGE)"
-
-
-Dialect.get_or_raise(DIALECT).generator_class.TRANSFORMS[ReorgPurge] = _reorg_purge_sql
+    template = "REORG TABLE {} APPLY (PURGE)"
 
 
 # Delta's names of the commit that drops columns, and of the one REORG … APPLY (PURGE) makes (Delta 4 and 3.3

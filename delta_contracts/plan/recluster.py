@@ -15,29 +15,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
-from sqlglot.generator import Generator
 
 from delta_contracts.live import Commit
 from delta_contracts.plan.conditions import AllOf, ClusteredBy, Condition, HistoryCondition
 from delta_contracts.plan.ops import Op, Phase
 from delta_contracts.plan.render import build
 from delta_contracts.sql import expressions as x
-from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.tableid import TableId
 
 
-class OptimizeFull(exp.Expression):
+class OptimizeFull(x.KeywordStatement):
     """Delta's `OPTIMIZE t FULL`; `this` is the table (a name, or ``delta.`/path```)."""
 
-    arg_types: ClassVar[dict[str, bool]] = {"this": True}
-
-
-def _optimize_full_sql(generator: Generator, expression: OptimizeFull) -> str:
-    return f"OPTIMIZE {generator.sql(expression, 'this')} FULL"
-
-
-Dialect.get_or_raise(DIALECT).generator_class.TRANSFORMS[OptimizeFull] = _optimize_full_sql
+    template = "OPTIMIZE {} FULL"
 
 
 # Delta's names of the commit that changes the keys, and of OPTIMIZE's (whose `isFull` parameter is JSON

@@ -50,18 +50,28 @@ def literal(value: object) -> exp.Expr:
     return exp.Literal.string(str(value))
 
 
-class SyncIdentity(exp.Expression):
-    """Delta's `ALTER COLUMN c SYNC IDENTITY` action (no sqlglot node of its own): raises the identity
-    column's high-water mark to the largest value its rows hold."""
+class KeywordStatement(exp.Expression):
+    """A Delta statement or clause sqlglot has no node for: fixed keywords around one quoted name (`this`).
+    Each subclass gives its `template`, `{}` standing for the name as the dialect quotes it; defining the
+    class teaches the project's dialect to generate it."""
 
     arg_types: ClassVar[dict[str, bool]] = {"this": True}
+    template: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+
+        def generate(generator: Generator, expression: exp.Expression) -> str:
+            return cls.template.format(generator.sql(expression, "this"))
+
+        Dialect.get_or_raise(DIALECT).generator_class.TRANSFORMS[cls] = generate
 
 
-def _sync_identity_sql(generator: Generator, expression: SyncIdentity) -> str:
-    return f"ALTER COLUMN {generator.sql(expression, 'this')} SYNC IDENTITY"
+class SyncIdentity(KeywordStatement):
+    """Delta's `ALTER COLUMN c SYNC IDENTITY` action: raises the identity column's high-water mark to the
+    largest value its rows hold."""
 
-
-Dialect.get_or_raise(DIALECT).generator_class.TRANSFORMS[SyncIdentity] = _sync_identity_sql
+    template = "ALTER COLUMN {} SYNC IDENTITY"
 
 
 def sql(expression: exp.Expr, *, strict: bool = True) -> str:

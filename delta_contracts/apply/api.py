@@ -211,21 +211,10 @@ def break_lease(engine: Engine, contract: str, reason: str) -> str | None:
     holder = Lease(engine.state_dir, contract).break_lease(reason)
     if holder is None:
         return None
-    user, host, pid = lg.who()
-    at = lg.now()
-    entry = lg.LedgerEntry(
-        contract=contract,
-        migration_id="",
-        table=contract,
-        phase="",
-        op_index=0,
-        op_kind="break_lease",
-        status=lg.Status.LEASE_BROKEN.value,
-        user=user,
-        host=host,
-        pid=pid,
-        started_at=at,
-        ended_at=at,
+    entry = lg.contract_event(
+        contract,
+        "break_lease",
+        lg.Status.LEASE_BROKEN,
         reason=reason,
         detail=f"broke the lease of {holder.describe()}",
     )

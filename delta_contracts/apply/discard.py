@@ -37,7 +37,6 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
     if isinstance(ledger, Path):
         ledger = lg.Ledger(ledger)
     entries = ledger.entries([contract])
-    user, host, pid = lg.who()
     rows = []
     for stored in load_history(folder):
         recorded = lg.recorded_checksum(entries, contract, stored.migration_id)
@@ -45,22 +44,14 @@ def rehash(ledger: Ledger | Path, migrations: Path | str, contract: str, *, reas
         if recorded is None or recorded == current:
             continue
         rows.append(
-            lg.LedgerEntry(
-                contract=contract,
+            lg.contract_event(
+                contract,
+                "rehash",
+                lg.Status.REHASHED,
                 migration_id=stored.migration_id,
-                table=contract,
-                phase="",
-                op_index=0,
-                op_kind="rehash",
-                status=lg.Status.REHASHED.value,
+                reason=reason,
                 checksum=current,
                 to_version=stored.migration.to_version,
-                user=user,
-                host=host,
-                pid=pid,
-                started_at=lg.now(),
-                ended_at=lg.now(),
-                reason=reason,
                 detail=f"was {recorded}",
             )
         )
@@ -135,29 +126,17 @@ def discard(
     for path in removed:
         path.unlink(missing_ok=True)
     write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
-    user, host, pid = lg.who()
     undone = f"dropped {', '.join(dropped)}, created by it and never served" if dropped else ""
-    ledger.append(
-        [
-            lg.LedgerEntry(
-                contract=contract,
-                migration_id=migration_id,
-                table=contract,
-                phase="",
-                op_index=0,
-                op_kind="discard",
-                status=lg.Status.DISCARDED.value,
-                to_version=stored.migration.to_version,
-                user=user,
-                host=host,
-                pid=pid,
-                started_at=lg.now(),
-                ended_at=lg.now(),
-                reason=reason,
-                detail=undone,
-            )
-        ]
+    event = lg.contract_event(
+        contract,
+        "discard",
+        lg.Status.DISCARDED,
+        migration_id=migration_id,
+        reason=reason,
+        to_version=stored.migration.to_version,
+        detail=undone,
     )
+    ledger.append([event])
     return Discarded(removed, dropped)
 
 

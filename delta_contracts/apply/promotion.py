@@ -83,27 +83,13 @@ class Promotion:
                 f"not promoted to {self.environment} (promote: {order}): {'; '.join(lacking)}. Apply it "
                 "there first, or run it here with --force --reason (recorded)"
             )
-        user, host, pid = lg.who()
-        at = lg.now()
-        runner.ledger.append(
-            [
-                lg.LedgerEntry(
-                    contract=contract,
-                    migration_id="",
-                    table=contract,
-                    phase="",
-                    op_index=0,
-                    op_kind=PROMOTION_KIND,
-                    status=lg.Status.PROMOTION_FORCED.value,
-                    run_id=runner.run_id,
-                    user=user,
-                    host=host,
-                    pid=pid,
-                    started_at=at,
-                    ended_at=at,
-                    reason=runner.options.force_reason,
-                    detail=f"applied to {self.environment} out of order ({order}): {'; '.join(lacking)}",
-                )
-            ]
+        event = lg.contract_event(
+            contract,
+            PROMOTION_KIND,
+            lg.Status.PROMOTION_FORCED,
+            reason=runner.options.force_reason,
+            run_id=runner.run_id,
+            detail=f"applied to {self.environment} out of order ({order}): {'; '.join(lacking)}",
         )
+        runner.ledger.append([event])
         return None

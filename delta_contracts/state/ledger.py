@@ -132,6 +132,31 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+def contract_event(
+    contract: str, op_kind: str, status: Status, *, migration_id: str = "", reason: str = "", **values: Any
+) -> LedgerEntry:
+    """A row about a contract's migrations as a whole, no op of theirs (a rehash, a discard, a broken lease,
+    a forced promotion): by whom and when, now; `values`: the row's other fields."""
+    user, host, pid = who()
+    at = now()
+    return LedgerEntry(
+        contract=contract,
+        migration_id=migration_id,
+        table=contract,
+        phase="",
+        op_index=0,
+        op_kind=op_kind,
+        status=status.value,
+        user=user,
+        host=host,
+        pid=pid,
+        started_at=at,
+        ended_at=at,
+        reason=reason,
+        **values,
+    )
+
+
 @contextmanager
 def storage_errors(what: str, doing: str) -> Iterator[None]:
     """A toolkit table (the ledger, the leases) that cannot be read or written — a corrupted or half-deleted

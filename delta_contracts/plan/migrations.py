@@ -157,6 +157,20 @@ def _slug(old: Contract | None, new: Contract) -> str:
     return f"{old.version}_to_{new.version}"
 
 
+def migration_data(
+    migration: Migration, state: TableState, contract: Contract, target: Target
+) -> dict[str, Any]:
+    """A migration's `.json` file as data: what `load_history` reads back (its ops, the table's planned state
+    and the contract it reaches)."""
+    return {
+        "format": FORMAT,
+        "target": target.value,
+        "migration": migration_to_data(migration),
+        "state": {"physical": list(state.physical), "properties": [list(p) for p in state.properties]},
+        "contract": contract.model_dump(mode="json", by_alias=True, exclude_defaults=False),
+    }
+
+
 def next_migration(history: list[StoredMigration], contract: Contract, target: Target) -> PlannedFiles | None:
     """The files of the migration `contract` needs, or None when the last snapshot already matches it."""
     last = history[-1] if history else None
@@ -166,13 +180,7 @@ def next_migration(history: list[StoredMigration], contract: Contract, target: T
     migration, state = plan(old, contract, target, state=last.state if last else None)
     number = (int(last.migration_id[:4]) + 1) if last else 1
     migration_id = f"{number:04d}_{_slug(old, contract)}"
-    payload: dict[str, Any] = {
-        "format": FORMAT,
-        "target": target.value,
-        "migration": migration_to_data(migration),
-        "state": {"physical": list(state.physical), "properties": [list(p) for p in state.properties]},
-        "contract": contract.model_dump(mode="json", by_alias=True, exclude_defaults=False),
-    }
+    payload = migration_data(migration, state, contract, target)
     files = {
         f"{migration_id}.sql": render_sql_file(migration, migration_id=migration_id, target=target),
         f"{migration_id}.json": json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True) + "\n",

@@ -32,10 +32,9 @@ from delta_contracts.marks import (
     STAMP_VERSION,
 )
 from delta_contracts.plan.building import TableState, stamp_op
-from delta_contracts.plan.migrations import FORMAT, PlannedFiles
+from delta_contracts.plan.migrations import PlannedFiles, migration_data
 from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.rules import RULE_KINDS, column_rules, not_null_rule
-from delta_contracts.plan.serialize import migration_to_data
 from delta_contracts.plan.sqlfile import render_sql_file
 from delta_contracts.plan.stamp import read_contract_stamp
 from delta_contracts.sql.dialect import DIALECT
@@ -302,13 +301,7 @@ def baseline(contract: Contract, live: LiveTable, physical: TableId, target: Tar
     )
     state = TableState(physical, properties)
     migration_id = f"0001_baseline_{contract.version}"
-    payload: dict[str, Any] = {
-        "format": FORMAT,
-        "target": target.value,
-        "migration": migration_to_data(migration),
-        "state": {"physical": list(state.physical), "properties": [list(p) for p in state.properties]},
-        "contract": contract.model_dump(mode="json", by_alias=True, exclude_defaults=False),
-    }
+    payload = migration_data(migration, state, contract, target)
     if live.version is not None:
         # the commits up to here were made before the table had a contract: `drift` does not flag them
         payload[ADOPTED_AT_VERSION] = live.version

@@ -147,3 +147,14 @@ def test_diff_base_of_contracts_all_deleted_is_a_change_not_zero_contracts(folde
     code, out, _ = cli("diff", "--base", "HEAD")
     assert code == 1
     assert "contract example.orders deleted" in out
+
+
+def test_demo_refuses_a_folder_that_is_not_empty(folder: Path) -> None:
+    (folder / "kept").mkdir()
+    (folder / "kept" / "notes.txt").write_text("mine\n")
+    code, _, err = cli("demo", "--folder", "kept")
+    assert code == 2
+    assert err.strip() == (
+        "error: kept is not an empty folder: the demo builds its project in a folder of its own"
+    )
+    assert _files(folder) == {"kept/notes.txt": b"mine\n"}

@@ -32,6 +32,7 @@ from typing import Annotated
 import typer
 
 from delta_contracts.cli.errors import UsageError
+from delta_contracts.errors import FailedError
 
 EXAMPLE = Path(__file__).resolve().parent / "files" / "demo"
 WAREHOUSE = Path("warehouse")  # inside the demo's folder, which is the working folder while it runs
@@ -45,7 +46,7 @@ _SETTINGS = (
 )
 
 
-class _DemoStoppedError(Exception):
+class DemoStoppedError(FailedError):
     """A step of the demo ended otherwise than it must: the demo stops there (exit 1)."""
 
 
@@ -60,7 +61,7 @@ def _run(*argv: str, expect: int = 0) -> None:
     except SystemExit as done:
         code = int(done.code or 0)
     if code != expect:
-        raise _DemoStoppedError(f"`delta-contracts {argv[0]}` exited {code}, not {expect}")
+        raise DemoStoppedError(f"the demo stopped: `delta-contracts {argv[0]}` exited {code}, not {expect}")
 
 
 def _step(title: str) -> None:
@@ -180,7 +181,7 @@ def _refused_row() -> None:
                 f"a negative order_total was refused, as the contract says: {message.splitlines()[0][:140]}"
             )
             return
-        raise _DemoStoppedError("the row breaking order_total_min was accepted: the CHECK is missing")
+        raise DemoStoppedError("the demo stopped: the row breaking order_total_min was accepted (no CHECK)")
 
 
 def _history(path: Path, batch: str, start: datetime, days: int, still_reading: bool) -> None:
@@ -259,9 +260,6 @@ def demo_command(folder: FolderOption = None) -> None:
         print(f"the example project, copied to {where}" + (" and committed to git" if with_git else ""))
         with _inside(where):
             main(with_git)
-    except _DemoStoppedError as stopped:
-        print(f"\nthe demo stopped: {stopped}")
-        raise typer.Exit(1) from None
     finally:
         TIMINGS.clear()
         if folder is None:

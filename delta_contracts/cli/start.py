@@ -89,7 +89,7 @@ def start_project(
     )
     if ci:  # no package index serves delta-contracts: the workflow installs it from a git URL
         print(
-            "the workflow installs delta-contracts from the repository variable DELTA_CONTRACTS_GIT: set it to "
-            "the git URL your team gets delta-contracts from, at a version (…/delta-contracts@v0.1.0)",
+            "the workflow installs delta-contracts from the repository variable DELTA_CONTRACTS_GIT: set it "
+            "to the git URL your team gets delta-contracts from, at a version (…/delta-contracts@v0.1.0)",
             file=sys.stderr,
         )

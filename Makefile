@@ -16,7 +16,7 @@ $(BIN)/.installed: pyproject.toml
 # delta-spark's jars and Derby's network server and client (a shared metastore's tests): resolved once from
 # Maven Central into ~/.cache/delta-contracts, reused offline after.
 jars: $(BIN)/.installed
-	$(BIN)/python -m delta_contracts.engine.jars delta-4 derby
+	$(BIN)/delta-contracts jars delta-4 derby
 
 $(DELTA3_VENV)/.installed: requirements-delta3.txt
 	test -x $(DELTA3_VENV)/bin/python || $(PYTHON) -m venv $(DELTA3_VENV)
@@ -26,10 +26,12 @@ $(DELTA3_VENV)/.installed: requirements-delta3.txt
 
 # Delta 3.3 on Spark 3.5 for tests/engine/test_delta3.py: the virtualenv and the Scala 2.12 jars.
 delta3: $(BIN)/.installed $(DELTA3_VENV)/.installed
-	$(BIN)/python -m delta_contracts.engine.jars delta-3
+	$(BIN)/delta-contracts jars delta-3
 
+# The demo's project (the example contracts and migrations) and warehouse, kept in warehouse/demo.
 demo: $(BIN)/.installed jars
-	$(BIN)/delta-contracts demo
+	rm -rf warehouse/demo
+	$(BIN)/delta-contracts demo --folder warehouse/demo
 
 # The import graph (tests/test_import_graph.py: no cycle, a pure core) is read from the source in a second:
 # checked with the linters, not only in the test run.

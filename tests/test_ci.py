@@ -279,14 +279,14 @@ def _yaml_blocks(page: Path) -> list[str]:
 
 @pytest.mark.parametrize("page", [ROOT / "README.md", ROOT / "docs" / "ci.md"], ids=["README", "docs/ci"])
 def test_the_documented_pre_commit_config_works(repo: Path, page: Path) -> None:
-    """The snippet users copy, pointed at a local copy of the hooks instead of its remote."""
+    """The snippet users copy is what `init --pre-commit` writes: local hooks, no repository to fetch
+    (issue 47 item 1: it named https://github.com/example/delta-contracts)."""
+    from delta_contracts.cli.start import pre_commit_config
+
     snippet = next(b for b in _yaml_blocks(page) if "delta-contracts-lint" in b)
-    config = yaml.safe_load(snippet)
-    _try_repo(repo, "--all-files")  # creates the hooks repository beside `repo`
-    hooks = repo.parent / "hooks"
-    rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=hooks, capture_output=True, text=True).stdout
-    config["repos"][0].update(repo=str(hooks), rev=rev.strip())
-    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert yaml.safe_load(snippet) == yaml.safe_load(pre_commit_config())
+    assert [r["repo"] for r in yaml.safe_load(snippet)["repos"]] == ["local"]
+    (repo / ".pre-commit-config.yaml").write_text(snippet, encoding="utf-8")
     _drop_legacy_channel(repo, "2.5.0")
     done = subprocess.run(
         [sys.executable, "-m", "pre_commit", "run", "--all-files"],

@@ -149,6 +149,7 @@ MEANINGS = {
         "delta_contracts.engine.base.PreconditionFailedError",
         "delta_contracts.engine.retry.CommitConflictError",
         "delta_contracts.plan.ops.DuplicateOpKindError",  # two op classes of one kind: the package is broken
+        "delta_contracts.cli.demo.DemoStoppedError",  # demo: a step ended otherwise than it must
     ],
     "finding": [
         "delta_contracts.plan.building.PlanError",  # plan: a change refused as declared

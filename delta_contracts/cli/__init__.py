@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 from importlib import import_module
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -41,10 +41,31 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "schema": ("delta_contracts.cli.lint", "schema_command"),
     "site": ("delta_contracts.cli.site", "site_command"),
     "demo": ("delta_contracts.cli.demo", "demo_command"),
+    "jars": ("delta_contracts.cli.jars", "jars_command"),
 }
 
 
-def _root() -> None:
+def _show_version(wanted: bool) -> None:
+    if not wanted:
+        return
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        print(f"delta-contracts {version('delta-contracts')}")
+    except PackageNotFoundError:  # imported from a source folder that was never installed
+        print("delta-contracts: not installed (no package metadata)", file=sys.stderr)
+        raise typer.Exit(2) from None
+    raise typer.Exit(0)
+
+
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_show_version, is_eager=True, help="Print the installed version and exit."
+        ),
+    ] = False,
+) -> None:
     # A callback keeps the application a group even when it holds a single command, so that
     # `delta-contracts diff A B` parses the same with one command registered as with all of them.
     pass

@@ -1,4 +1,5 @@
-"""`delta-contracts init --from-table NAME` / `--all SCHEMA`: contracts for tables that have none."""
+"""`delta-contracts init`: start a project (cli/start.py), or with `--from-table NAME` / `--all SCHEMA`
+write contracts for live tables that have none."""
 
 from __future__ import annotations
 
@@ -55,15 +56,33 @@ def init_command(
     engine: EngineOption = None,
     url: UrlOption = None,
     warehouse: WarehouseOption = None,
+    ci: Annotated[
+        bool, typer.Option("--ci", help="Starting a project: also write .github/workflows/contracts.yml.")
+    ] = False,
+    pre_commit: Annotated[
+        bool, typer.Option("--pre-commit", help="Starting a project: also write .pre-commit-config.yaml.")
+    ] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Starting a project: overwrite files that exist.")
+    ] = False,
 ) -> None:
-    """Write a contract from a live Delta table, and a baseline migration recording the table as already at
-    that version (so the first change plans an ALTER, never a CREATE). Exit 0 written, 1 written with lint
-    findings, 2 bad input or no such table."""
+    """Start a project in this folder: contracts/contracts.yml with commented defaults, an example contract,
+    the JSON Schema it names (--ci, --pre-commit: the CI workflow and the pre-commit config); no file is
+    overwritten without --force. With --from-table or --all: write a contract from each live Delta table and
+    a baseline migration recording the table as already at that version (so the first change plans an ALTER,
+    never a CREATE). Exit 0 written, 1 written with lint findings, 2 bad input or no such table."""
     from delta_contracts.cli.common import chosen_target
     from delta_contracts.contract.load import project_for
 
-    if (from_table is None) == (all_in is None):
-        raise UsageError("give --from-table NAME or --all SCHEMA")
+    if from_table is None and all_in is None:
+        _start(owner, target, output, migrations, engine, url, warehouse, ci, pre_commit, force)
+        return
+    if from_table is not None and all_in is not None:
+        raise UsageError("give --from-table NAME or --all SCHEMA, not both")
+    if ci or pre_commit or force:
+        raise UsageError(
+            "--ci, --pre-commit and --force start a project: give them without --from-table/--all"
+        )
     try:
         wanted = TableId.parse(from_table) if from_table is not None else None
     except BadTableIdError as err:
@@ -92,6 +111,33 @@ def init_command(
                 destination = output
             failed |= _adopt(live, found, destination, project, owner, chosen, root)
     raise typer.Exit(EXIT_FINDINGS if failed else EXIT_OK)
+
+
+def _start(
+    owner: str | None,
+    target: str | None,
+    output: Path | None,
+    migrations: Path | None,
+    engine: str | None,
+    url: str | None,
+    warehouse: Path | None,
+    ci: bool,
+    pre_commit: bool,
+    force: bool,
+) -> None:
+    from delta_contracts.cli.start import start_project
+    from delta_contracts.target import Target
+
+    adopting_only = {"--output": output, "--migrations": migrations, "--engine": engine, "--url": url,
+                     "--warehouse": warehouse}  # fmt: skip
+    given = [flag for flag, value in adopting_only.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)}: only with --from-table or --all (adopting live tables)")
+    try:
+        chosen = Target(target) if target else Target.DELTA_4
+    except ValueError:
+        raise UsageError(f"--target must be one of {', '.join(t.value for t in Target)}") from None
+    start_project(Path("."), owner, chosen.value, ci, pre_commit, force)
 
 
 def _tables_of(live: Engine, schema: str) -> list[TableId]:

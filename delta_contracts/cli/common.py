@@ -79,6 +79,17 @@ def existing_paths(paths: list[Path] | None) -> list[Path]:
     return roots
 
 
+def no_contracts(roots: Sequence[Path]) -> UsageError:
+    """Zero contracts is a finding: a check pointed at the wrong folder must not pass (exit 2)."""
+    from delta_contracts.contract.load import display_path
+
+    shown = ", ".join(display_path(p) for p in roots)
+    return UsageError(
+        f"no contract in {shown}: nothing was checked (contracts are *.yaml files; "
+        "`delta-contracts init` starts a project)"
+    )
+
+
 def chosen_target(project: LoadedProject, flag: str | None) -> Target:
     """The `--target` flag's target, else contracts.yml's; an unknown one ends the command (exit 2)."""
     from delta_contracts.target import Target

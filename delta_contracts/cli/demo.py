@@ -1,38 +1,67 @@
-"""`make demo`: the main job end to end on the embedded engine — the life of the example tables.
+"""`delta-contracts demo` (`make demo`): the main job end to end on the embedded engine — the life of the
+example tables.
 
-lint → diff against the last commit → plan --check → in a fresh warehouse: `apply` sales.orders up to 1.0.0,
-load rows, `apply` every committed migration (additive; rename + drop in place; versioned table behind the
-alias view) — the drops wait at their gates and the demo says why → the other tables created from their
-contracts, a row that breaks a CHECK refused by Delta → deprecation telemetry: a consumer that keeps reading
-the retired version is collected from a query history, named in the report, and keeps the gate shut →
-history, status, drift (and an out-of-band change it finds) → the drops forced with a recorded reason →
-a summary with timings. Only the in-place DROP COLUMNS reaches delta-spark (the JVM); the rest runs on Sail.
+The example project (contracts/ and migrations/ of the repository, shipped in the package as cli/files/demo)
+is copied into a folder of the demo's own, a temporary one removed at the end unless `--folder` names one to
+keep, and made a git repository; every step runs there, so the demo reads none of the user's contracts and
+leaves nothing in the user's folder. lint → diff against the last commit → plan --check → `apply`
+sales.orders up to 1.0.0, load rows, `apply` every committed migration (additive; rename + drop in place;
+versioned table behind the alias view) — the drops wait at their gates and the demo says why → the other
+tables created from their contracts, a row that breaks a CHECK refused by Delta → deprecation telemetry: a
+consumer that keeps reading the retired version is collected from a query history, named in the report, and
+keeps the gate shut → history, status, drift (and an out-of-band change it finds) → the drops forced with a
+recorded reason → a summary with timings. Only the in-place DROP COLUMNS reaches delta-spark (the JVM); the
+rest runs on Sail.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
+import os
 import shutil
+import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
-WAREHOUSE = Path("warehouse") / "demo"
+from delta_contracts.cli.errors import UsageError
+from delta_contracts.errors import FailedError
+
+EXAMPLE = Path(__file__).resolve().parent / "files" / "demo"
+WAREHOUSE = Path("warehouse")  # inside the demo's folder, which is the working folder while it runs
 TIMINGS: list[tuple[str, float]] = []
+# What would steer the demo's commands away from its own project and engine.
+_SETTINGS = (
+    "DELTA_CONTRACTS_ENGINE",
+    "DELTA_CONTRACTS_URL",
+    "DELTA_CONTRACTS_WAREHOUSE",
+    "DELTA_CONTRACTS_ENV",
+)
 
 
-def _run(*argv: str) -> int:
+class DemoStoppedError(FailedError):
+    """A step of the demo ended otherwise than it must: the demo stops there (exit 1)."""
+
+
+def _run(*argv: str, expect: int = 0) -> None:
     from delta_contracts.cli import build_app  # the whole command line, which holds this command too
 
     print(f"\n$ delta-contracts {' '.join(argv)}", flush=True)
     try:
-        build_app()(list(argv), standalone_mode=False)
+        # Outside standalone mode a command's exit code is returned, not raised.
+        returned = build_app()(list(argv), standalone_mode=False)
+        code = int(returned) if isinstance(returned, int) else 0
     except SystemExit as done:
-        return int(done.code or 0)
-    return 0
+        code = int(done.code or 0)
+    if code != expect:
+        raise DemoStoppedError(f"the demo stopped: `delta-contracts {argv[0]}` exited {code}, not {expect}")
 
 
 def _step(title: str) -> None:
@@ -41,25 +70,50 @@ def _step(title: str) -> None:
 
 
 def _warehouse(*argv: str) -> tuple[str, ...]:
-    return (*argv, "--warehouse", str(WAREHOUSE))
+    return (*argv, "--engine", "local", "--warehouse", str(WAREHOUSE))
 
 
-def main() -> int:
+def _git_repository(folder: Path) -> bool:
+    """Commit the example project, so that `diff --base HEAD` has a last commit; False without git."""
+    git = shutil.which("git")
+    if git is None:
+        return False
+    # The demo's own identity, no signing: the user's git configuration must not stop the demo's commit.
+    settings = ["-c", "user.name=delta-contracts demo", "-c", "user.email=demo@localhost", "-c",
+                "commit.gpgsign=false"]  # fmt: skip
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the example project"]):
+        subprocess.run([git, *settings, *args], cwd=folder, check=True, capture_output=True)
+    return True
+
+
+@contextlib.contextmanager
+def _inside(folder: Path) -> Iterator[None]:
+    """Work in `folder` with none of the user's engine settings; put both back after."""
+    saved = {name: os.environ.pop(name) for name in _SETTINGS if name in os.environ}
+    before = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+        os.environ.update(saved)
+
+
+def main(with_git: bool) -> None:
     from delta_contracts.engine.local.engine import LocalEngine
 
     started = time.perf_counter()
     _step("the contracts: lint, diff against the last commit, migrations current")
-    if _run("lint", "contracts") == 2:
-        return 2
-    _run("diff", "--base", "HEAD", "contracts")
-    if _run("plan", "--check") != 0:
-        return 1
-    shutil.rmtree(WAREHOUSE, ignore_errors=True)
-    WAREHOUSE.mkdir(parents=True)
+    _run("lint", "contracts")
+    if with_git:
+        _run("diff", "--base", "HEAD", "contracts")
+    else:
+        print("\n(git is not installed: the diff against the last commit is left out)")
+    _run("plan", "--check")
+    WAREHOUSE.mkdir()
 
     _step("sales.orders at 1.0.0, with rows")
-    if _run(*_warehouse("apply", "--table", "sales.orders", "--to", "1.0.0")) != 0:
-        return 1
+    _run(*_warehouse("apply", "--table", "sales.orders", "--to", "1.0.0"))
     with LocalEngine(WAREHOUSE) as engine:
         engine.sql(
             "INSERT INTO `sales`.`orders` VALUES "
@@ -70,8 +124,7 @@ def main() -> int:
         print("loaded 3 orders into sales.orders (1.0.0)")
 
     _step("every committed migration of sales.orders; the drops wait at their gates")
-    if _run(*_warehouse("apply", "--table", "sales.orders")) != 0:
-        return 1
+    _run(*_warehouse("apply", "--table", "sales.orders"))
     with LocalEngine(WAREHOUSE) as engine:
         rows = engine.sql("SELECT `order_id`, `order_total`, `status` FROM `sales`.`orders` ORDER BY 1")
         if ("sales", "orders") in {key[-2:] for key in engine.views()}:
@@ -82,8 +135,7 @@ def main() -> int:
             print(f"  {row}")
 
     _step("the other tables, created from their contracts; Delta enforces the rules")
-    if _run(*_warehouse("create", "contracts/payments", "contracts/sales/customers.yaml")) != 0:
-        return 1
+    _run(*_warehouse("create", "contracts/payments", "contracts/sales/customers.yaml"))
     _refused_row()
 
     _telemetry()
@@ -96,12 +148,11 @@ def main() -> int:
     from deltalake import DeltaTable
 
     DeltaTable(str(WAREHOUSE / "payments" / "transactions")).alter.drop_constraint("currency_regex")
-    _run(*_warehouse("drift", "contracts/payments"))
+    _run(*_warehouse("drift", "contracts/payments"), expect=1)
 
     _step("the owner approves the drops: forced, with the reason recorded")
     reason = "DEMO-1: finance-recon moved to sales.orders (approved by commerce-platform)"
-    if _run(*_warehouse("apply", "--table", "sales.orders", "--force", "--reason", reason)) != 0:
-        return 1
+    _run(*_warehouse("apply", "--table", "sales.orders", "--force", "--reason", reason))
     _run(*_warehouse("history", "sales.orders"))
     _run(*_warehouse("status", "contracts/sales/orders.yaml"))
 
@@ -109,8 +160,7 @@ def main() -> int:
     print("\n== summary ==")
     for (title, at), (_, after) in itertools.pairwise(TIMINGS):
         print(f"  {after - at:6.1f} s  {title}")
-    print(f"  {time.perf_counter() - started:6.1f} s  in all; the warehouse is in {WAREHOUSE}")
-    return 0
+    print(f"  {time.perf_counter() - started:6.1f} s  in all")
 
 
 def _refused_row() -> None:
@@ -131,7 +181,7 @@ def _refused_row() -> None:
                 f"a negative order_total was refused, as the contract says: {message.splitlines()[0][:140]}"
             )
             return
-        raise SystemExit("the row breaking order_total_min was accepted: the CHECK is missing")
+        raise DemoStoppedError("the demo stopped: the row breaking order_total_min was accepted (no CHECK)")
 
 
 def _history(path: Path, batch: str, start: datetime, days: int, still_reading: bool) -> None:
@@ -162,7 +212,7 @@ def _telemetry() -> None:
     # The same source collected daily (here: an export rewritten between runs)
     export = WAREHOUSE / "query_history.jsonl"
     _history(export, "day0", now - timedelta(days=31), 31, still_reading=True)
-    _run("telemetry", "collect", "--source", f"query-history:{export}", "--warehouse", str(WAREHOUSE))
+    _run(*_warehouse("telemetry", "collect", "--source", f"query-history:{export}"))
     _run("telemetry", "report", "--since", "30d", "--warehouse", str(WAREHOUSE))
     _run("telemetry", "report", "--format", "html", "-o", str(WAREHOUSE / "readers.html"), "--warehouse",
          str(WAREHOUSE))  # fmt: skip
@@ -175,15 +225,46 @@ def _telemetry() -> None:
     _step("15 days later: finance-recon stopped reading; the daily collection goes on")
     later = now + timedelta(days=15)
     _history(export, "day15", now + timedelta(days=1), 15, still_reading=False)
-    _run("telemetry", "collect", "--source", f"query-history:{export}", "--warehouse", str(WAREHOUSE))
+    _run(*_warehouse("telemetry", "collect", "--source", f"query-history:{export}"))
     verdict = readers_gate(WAREHOUSE / "_delta_contracts", dropped, timedelta(days=14), later)
     print(f"sunset gate 15 days later: {'open' if verdict.open else 'SHUT'}")
     for reason in verdict.reasons:
         print(f"  {reason}")
 
 
-def demo_command() -> None:
-    """The life of the example tables in a fresh warehouse/demo: apply every committed migration of
+FolderOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--folder",
+        help="Build the demo's project and warehouse in this folder (missing or empty) and keep them; "
+        "default: a temporary folder, removed at the end.",
+        show_default=False,
+    ),
+]
+
+
+def demo_command(folder: FolderOption = None) -> None:
+    """The life of the example tables, in a folder of the demo's own (the example project ships in the
+    package; nothing in the working folder is read or written): apply every committed migration of
     sales.orders, the drops held at their gates and why, telemetry naming a reader, history, status, drift,
-    then the drops forced with a recorded reason. Run it from the project's folder (contracts/ below it)."""
-    raise typer.Exit(main())
+    then the drops forced with a recorded reason."""
+    if folder is not None and folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise UsageError(
+            f"{folder} is not an empty folder: the demo builds its project in a folder of its own"
+        )
+    where = folder.resolve() if folder is not None else Path(tempfile.mkdtemp(prefix="delta-contracts-demo-"))
+    try:
+        for part in ("contracts", "migrations"):
+            shutil.copytree(EXAMPLE / part, where / part)
+        with_git = _git_repository(where)
+        print(f"the example project, copied to {where}" + (" and committed to git" if with_git else ""))
+        with _inside(where):
+            main(with_git)
+    finally:
+        TIMINGS.clear()
+        if folder is None:
+            shutil.rmtree(where, ignore_errors=True)
+    if folder is not None:
+        print(
+            f"the project and its warehouse are in {where}: `delta-contracts site -o site` there shows them"
+        )

@@ -114,6 +114,10 @@ def diff_command(
                 current.append(load_contract(file))
             except ContractError as err:
                 problems.extend(err.problems)
+        if not current and not before.contracts and not unchanged and not before.problems and not problems:
+            from delta_contracts.cli.common import no_contracts
+
+            raise no_contracts(roots)
         pairs = _match(before.contracts, current)
         skipped = len(unchanged)
     problems.extend(_invalid_types(pairs))

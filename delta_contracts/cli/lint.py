@@ -16,6 +16,7 @@ from delta_contracts.cli.common import (
     OutputFormat,
     PathsArgument,
     existing_paths,
+    no_contracts,
 )
 from delta_contracts.cli.errors import UsageError
 
@@ -29,7 +30,10 @@ def lint_command(paths: PathsArgument = None, fmt: FormatOption = OutputFormat.T
     from delta_contracts.contract.lint import lint_many
     from delta_contracts.contract.load import LoadedContract, contract_files, load_contract
 
-    files = contract_files(existing_paths(paths))
+    roots = existing_paths(paths)
+    files = contract_files(roots)
+    if not files:
+        raise no_contracts(roots)
     loaded: list[LoadedContract] = []
     unreadable: list[Problem] = []
     partial: list[LoadedContract] = []

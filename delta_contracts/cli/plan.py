@@ -50,6 +50,10 @@ def plan_command(
     from delta_contracts.plan.planner import PlanError
 
     loaded = load_valid_contracts(paths)
+    if not loaded.contracts:
+        from delta_contracts.cli.common import default_paths, no_contracts
+
+        raise no_contracts(default_paths(paths))
     project = loaded.project
     chosen = chosen_target(project, target)
     root = migrations_root(loaded, migrations)

@@ -1,4 +1,5 @@
-"""`delta-contracts demo` (what `make demo` runs), end to end on a copy of the example project."""
+"""`delta-contracts demo` (what `make demo` runs), end to end on the example project it ships, from a
+folder of the user's own that it neither reads nor changes (issue 47 item 2)."""
 
 from __future__ import annotations
 
@@ -16,20 +17,32 @@ from tests.engine.conftest import JVM_NOISE
 pytestmark = pytest.mark.engine
 
 
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
 def test_demo_runs_the_main_job_end_to_end(tmp_path: Path) -> None:
-    for folder in ("contracts", "migrations"):
-        shutil.copytree(REPO / folder, tmp_path / folder)
-    # The demo diffs the contracts against the last commit: the copy is a repository of its own.
-    for args in (
-        ["init", "-q"],
-        ["add", "."],
-        ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
-    ):
-        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    # The user's own project: one contract of another id, a contracts.yml, no git repository.
+    mine = tmp_path / "mine"
+    (mine / "contracts" / "crew").mkdir(parents=True)
+    shutil.copy(REPO / "contracts" / "contracts.yml", mine / "contracts" / "contracts.yml")
+    own = (
+        (REPO / "contracts" / "sales" / "customers.yaml")
+        .read_text()
+        .replace("sales.customers", "crew.pilots")
+    )
+    (mine / "contracts" / "crew" / "pilots.yaml").write_text(own)
+    before = _snapshot(mine)
+    kept = tmp_path / "kept"
     command = Path(sys.executable).with_name("delta-contracts")
-    env = {**os.environ, "RUST_LOG": "error", "COLUMNS": "200"}
+    env = {**os.environ, "RUST_LOG": "error", "COLUMNS": "200", "DELTA_CONTRACTS_WAREHOUSE": str(mine)}
     done = subprocess.run(
-        [str(command), "demo"], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=600
+        [str(command), "demo", "--folder", str(kept)],
+        cwd=mine,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-4000:]
@@ -70,4 +83,7 @@ def test_demo_runs_the_main_job_end_to_end(tmp_path: Path) -> None:
     assert -1 not in found and found == sorted(found), (found, out[-4000:])
     reason = "reason: DEMO-1: finance-recon moved to sales.orders (approved by commerce-platform)"
     assert any("op 12 [contract] drop_table: forced" in line and reason in line for line in lines)
-    assert "== summary ==" in lines and (tmp_path / "warehouse" / "demo" / "_delta_contracts").is_dir()
+    assert "== summary ==" in lines and (kept / "warehouse" / "_delta_contracts").is_dir()
+    assert not any(line.startswith("error:") for line in lines), out[-4000:]
+    assert _snapshot(mine) == before  # nothing of the user's folder read into the demo, nothing left in it
+    assert "crew.pilots" not in out

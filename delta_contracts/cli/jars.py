@@ -1,0 +1,49 @@
+"""`delta-contracts jars [TARGET…]`: fetch delta-spark's jars into the cache once, for offline runs after."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from delta_contracts.cli.errors import UsageError
+
+TargetsArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="delta-4 (the default), delta-3, or derby (a shared metastore's network client and server).",
+        show_default=False,
+    ),
+]
+
+
+def jars_command(targets: TargetsArgument = None) -> None:
+    """Fetch delta-spark's jars with Maven into ~/.cache/delta-contracts (DELTA_CONTRACTS_CACHE), where the
+    spark engine and the local engine's in-place column drops find them. Exit 0 fetched or cached, 2 they
+    cannot be had here."""
+    from delta_contracts.engine.jars import (
+        DERBY_GROUP,
+        JARS_ENV,
+        TARGETS,
+        JarsUnavailableError,
+        derby_jars,
+        pyspark_derby_version,
+        resolve_with_maven,
+    )
+
+    for target in targets or ["delta-4"]:
+        if target != "derby" and target not in TARGETS:
+            raise UsageError(f"unknown target {target}: give {', '.join([*TARGETS, 'derby'])}")
+        try:
+            if target == "derby":
+                folder, what = derby_jars(), f"{DERBY_GROUP}:derbynet:{pyspark_derby_version()}"
+            else:
+                folder, what = resolve_with_maven(target), TARGETS[target].coordinates
+        except JarsUnavailableError as err:
+            raise UsageError(
+                f"{target}: {err}",
+                "without Maven, a delta-spark session resolves the same jars through Spark's own Ivy when it "
+                f"starts (network needed then); or set {JARS_ENV} to a folder holding them",
+            ) from None
+        count = len(list(folder.glob("*.jar")))
+        print(f"{target}: {what} -> {folder} ({count} jars)")

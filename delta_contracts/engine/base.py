@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 from delta_contracts.errors import FailedError, InputError
-from delta_contracts.live import Commit, LiveTable
+from delta_contracts.live import Commit, LiveTable, property_set_by
+from delta_contracts.marks import FENCED_INTO
 from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
@@ -20,6 +21,7 @@ from delta_contracts.plan.conditions import (
     HistoryCondition,
     IdentityCoversRows,
     NoRowsWhere,
+    UnchangedSinceFence,
     ViewDefined,
     describe,
     holds,
@@ -88,6 +90,21 @@ class PreconditionFailedError(EngineError):
             f"{op.summary()}: {count} row(s) of {condition.table} cannot be copied; fix them first, or "
             f"change the contract and plan again:\n{lines}\n"
             f"Sample of the first ({broken[0][0]}; WHERE {broken[0][2]}):\n{shown}"
+        )
+
+
+class ChangedSinceFenceError(EngineError):
+    """The drop of an old version's table would lose rows committed to it after the cutover's fence."""
+
+    def __init__(self, op: Op, table: TableId, count: int, samples: list[dict[str, Any]]) -> None:
+        self.op, self.count, self.samples = op, count, samples
+        shown = "\n".join(f"    {json.dumps(row, default=str, ensure_ascii=False)}" for row in samples)
+        super().__init__(
+            f"{op.summary()}: {count} row(s) of {table} were written, changed or deleted after the cutover's "
+            "fence carried it into the new table (a producer that never switched); dropping it would lose "
+            "them. Carry each over to the new table by its key (or undo it on the old one), then apply "
+            "again. "
+            f"Rows (`change`: whether the table has it now, or had it at the fence):\n{shown}"
         )
 
 
@@ -214,6 +231,8 @@ class Engine(ABC):
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, IdentityCoversRows):
             return self._identity_covers_rows(condition, reads)
+        if isinstance(condition, UnchangedSinceFence):
+            return self.changed_since_fence(condition.table)[0] == 0
         if isinstance(condition, HistoryCondition):
             if self._described(condition.table, reads) is None:
                 return condition.when_absent
@@ -279,8 +298,32 @@ class Engine(ABC):
                     sampled = broken[0][2] if broken else check.predicate
                     samples = self.sample_where(check.table, sampled)
                     raise PreconditionFailedError(op, check, count, samples, broken)
+            elif isinstance(check, UnchangedSinceFence):
+                count, samples = self.changed_since_fence(check.table)
+                if count:
+                    raise ChangedSinceFenceError(op, check.table, count, samples)
             elif not self.holds(check, reads):
                 raise EngineError(f"{op.summary()}: it needs that {describe(check)}, which does not hold")
+
+    def changed_since_fence(self, table: TableId) -> tuple[int, list[dict[str, Any]]]:
+        """Rows of `table` (an old version's) added, changed or deleted since the version the versioned
+        cutover's fence carried over (`engine.fence`), by every column the table has: their count and a
+        sample. (0, []) for a table no fence marked (its fence ran before it marked tables, or by hand)."""
+        from sqlglot import exp
+
+        from delta_contracts.plan.fence import changed_since
+        from delta_contracts.sql import expressions as x
+
+        version = property_set_by(self.history(table), FENCED_INTO)
+        live = self.describe(table, with_version=False)
+        if version is None or live is None:
+            return 0, []
+        rows = changed_since(table, [c.name for c in live.columns], version)
+        counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(
+            exp.Subquery(this=rows, alias=exp.TableAlias(this=x.ident("q")))
+        )
+        count = int(self.sql(x.sql(counted))[0]["n"])
+        return count, (self.sql(x.sql(rows.limit(5))) if count else [])
 
     def table_version(self, table: TableId) -> int | None:
         """The table's current Delta version, or None when there is no such table."""

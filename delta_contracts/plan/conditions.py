@@ -170,6 +170,15 @@ class IdentityCoversRows:
 
 
 @dataclass(frozen=True, slots=True)
+class UnchangedSinceFence:
+    """Data condition on an old version's table: its rows, compared by every column it has, are those of
+    the version the cutover's fence carried into the new table (the commit that set `marks.FENCED_INTO`);
+    holds of a table no fence marked."""
+
+    table: TableId
+
+
+@dataclass(frozen=True, slots=True)
 class AllOf:
     conditions: tuple[Condition, ...]
 
@@ -200,6 +209,7 @@ Condition = (
     | StampedAfter
     | NoRowsWhere
     | IdentityCoversRows
+    | UnchangedSinceFence
     | AllOf
     | AnyOf
 )
@@ -230,6 +240,8 @@ def describe(condition: Condition) -> str:
             return f"no row of {table} where {predicate}"
         case IdentityCoversRows(table, name):
             return f"no value of the identity column {name} of {table} lies beyond its high-water mark"
+        case UnchangedSinceFence(table):
+            return f"no row of {table} changed, added or deleted since the cutover's fence read it"
     column = f"column {getattr(condition, 'column', '')} of {condition.table}"
     match condition:
         case ColumnPresent(table, name):

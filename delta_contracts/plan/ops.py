@@ -45,6 +45,7 @@ from delta_contracts.plan.conditions import (
     TableCommentIs,
     TableCondition,
     TableExists,
+    UnchangedSinceFence,
     ViewDefined,
 )
 from delta_contracts.tableid import TableId
@@ -772,7 +773,11 @@ class DropTable(Op):
         return TableAbsent(self.table)
 
     def precondition(self) -> Condition | None:
-        return None if self.left_behind is None else NoRowsWhere(self.table, self.left_behind)
+        if self.left_behind is None:
+            return None
+        # By key (or whole row) against the new table, and by key and value against what the fence carried:
+        # a row changed on the old table after the fence is lost by the drop as surely as a row added.
+        return AllOf((NoRowsWhere(self.table, self.left_behind), UnchangedSinceFence(self.table)))
 
     def summary(self) -> str:
         return f"drop table {self.table}"

@@ -46,6 +46,7 @@ from delta_contracts.engine.capabilities import (
     refused,
 )
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
+from delta_contracts.engine.fence import apply_old_changes, fence_versions
 from delta_contracts.engine.local.delta_rs import delta_type
 from delta_contracts.engine.local.delta_spark import path_table, table_features_protocol
 from delta_contracts.engine.local.rewrite import INTERNAL_PROPERTIES, TableShape
@@ -67,7 +68,8 @@ from delta_contracts.engine.local.routes import (
 )
 from delta_contracts.engine.op_table import OpTable
 from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
-from delta_contracts.plan.catch_up import CatchUpRows
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+from delta_contracts.plan.fence import fence_statement
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -193,7 +195,15 @@ def copy_on_sail(engine: LocalEngine, op: CopyRows, tag: str | None) -> OpOutcom
 
 
 def catch_up_on_sail(engine: LocalEngine, op: CatchUpRows, tag: str | None) -> OpOutcome:
-    engine.sql(render(replace(op, source=engine.local_id(op.source))))
+    local = replace(op, source=engine.local_id(op.source))
+    if op.strategy is CatchUpStrategy.INSERT_MISSING:
+        # The fence: the old table's updates and deletes since the catch-up first (`engine.fence`).
+        versions = fence_versions(engine, local, tag)
+        apply_old_changes(engine, local, versions, tag)
+        insert = fence_statement(local, source_version=versions.source, stamp_version=versions.stamp)
+        engine.sql(x.sql(insert))
+        return engine.outcome(op, "sql", "fence")
+    engine.sql(render(local))
     merged_on = op.key or op.partition_by  # a key, or the partitions strategy's partition columns
     return engine.outcome(op, "sql", f"merged on {', '.join(merged_on)}")
 

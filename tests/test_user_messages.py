@@ -231,6 +231,7 @@ def test_every_condition_is_described_in_words() -> None:
         FeatureAbsent(t, "deletionVectors"),
         c.IdentityCoversRows(t, "reading_id"),
         c.UnchangedSinceFence(t),
+        c.RenamedColumnCarried(t, "site", "`location`"),
     ]
     import typing
 

@@ -21,6 +21,7 @@ from delta_contracts.plan.conditions import (
     HistoryCondition,
     IdentityCoversRows,
     NoRowsWhere,
+    RenamedColumnCarried,
     UnchangedSinceFence,
     ViewDefined,
     describe,
@@ -233,12 +234,15 @@ class Engine(ABC):
             return self._identity_covers_rows(condition, reads)
         if isinstance(condition, UnchangedSinceFence):
             return self.changed_since_fence(condition.table)[0] == 0
+        if isinstance(condition, RenamedColumnCarried):
+            pending = self.renamed_column_updates(condition)
+            return pending is None or self.count_rows(pending) == 0
         if isinstance(condition, HistoryCondition):
             if self._described(condition.table, reads) is None:
                 return condition.when_absent
             return condition.holds_in(self.history(condition.table))
         if isinstance(condition, AllOf):
-            return all(self._holds(c, reads) for c in condition.conditions)
+            return all(self._holds(c, reads) for c in self._unsuperseded(condition.conditions))
         if isinstance(condition, AnyOf):
             return any(self._holds(c, reads) for c in condition.conditions)
         live = {t: found for t in _tables_of(condition) if (found := self._described(t, reads)) is not None}
@@ -284,7 +288,7 @@ class Engine(ABC):
         condition = op.precondition()
         if condition is None:
             return
-        checks = condition.conditions if isinstance(condition, AllOf) else (condition,)
+        checks = self._unsuperseded(condition.conditions if isinstance(condition, AllOf) else (condition,))
         for check in checks:
             if isinstance(check, NoRowsWhere):
                 count = self.count_where(check.table, check.predicate)
@@ -305,6 +309,26 @@ class Engine(ABC):
             elif not self.holds(check, reads):
                 raise EngineError(f"{op.summary()}: it needs that {describe(check)}, which does not hold")
 
+    def _unsuperseded(self, checks: Sequence[Condition]) -> tuple[Condition, ...]:
+        """`checks` without the row checks of a table a versioned cutover's fence marked when they stand
+        beside its `UnchangedSinceFence`: the drop's by-key check against the new table (`left_behind`)
+        holds only of a table whose fence inserted missing keys alone (before it marked tables, or the `.sql`
+        file's cell). Since the fence carries every change up to its mark, a key missing from the new table
+        was deleted there by a producer that switched, and what the drop must not lose is what changed on
+        the old table after the mark."""
+        fenced = {
+            c.table
+            for c in checks
+            if isinstance(c, UnchangedSinceFence) and self._fence_version(c.table) is not None
+        }
+        return tuple(c for c in checks if not (isinstance(c, NoRowsWhere) and c.table in fenced))
+
+    def _fence_version(self, table: TableId) -> int | None:
+        """The old version's table's commit that the fence marked (`marks.FENCED_INTO`), if any."""
+        if self.describe(table, with_version=False) is None:
+            return None
+        return property_set_by(self.history(table), FENCED_INTO)
+
     def changed_since_fence(self, table: TableId) -> tuple[int, list[dict[str, Any]]]:
         """Rows of `table` (an old version's) added, changed or deleted since the version the versioned
         cutover's fence carried over (`engine.fence`), by every column the table has: their count and a
@@ -314,7 +338,7 @@ class Engine(ABC):
         from delta_contracts.plan.fence import changed_since
         from delta_contracts.sql import expressions as x
 
-        version = property_set_by(self.history(table), FENCED_INTO)
+        version = self._fence_version(table)
         live = self.describe(table, with_version=False)
         if version is None or live is None:
             return 0, []
@@ -324,6 +348,49 @@ class Engine(ABC):
         )
         count = int(self.sql(x.sql(counted))[0]["n"])
         return count, (self.sql(x.sql(rows.limit(5))) if count else [])
+
+    def renamed_column_updates(self, condition: RenamedColumnCarried) -> Any:
+        """The keys whose renamed column an old producer's update left behind (`plan.fence`), as a query;
+        None where that cannot be known (`renamed_column_basis`)."""
+        from delta_contracts.plan.fence import renamed_column_updates
+
+        basis = self.renamed_column_basis(condition)
+        if basis is None:
+            return None
+        key, mark = basis
+        return renamed_column_updates(condition.table, condition.column, condition.expression, key, mark)
+
+    def renamed_column_basis(self, condition: RenamedColumnCarried) -> tuple[list[str], int] | None:
+        """The table's unique key (from its stamp) and the version of the old column's deprecation mark, or
+        None without either (or when the new column is computed from more than one old one)."""
+        from delta_contracts.marks import STAMP_CONTRACT, column_mark_key
+        from delta_contracts.plan.stamp import read_contract_stamp
+        from delta_contracts.sql.expressions import referenced_columns
+
+        live = self.describe(condition.table, with_version=False)
+        sources = sorted(referenced_columns(condition.expression))
+        if live is None or len(sources) != 1 or live.column(condition.column) is None:
+            return None
+        unique = read_contract_stamp(live.properties.get(STAMP_CONTRACT)).get("quality", {}).get("unique")
+        key = [str(c) for c in unique[0]] if unique else []
+        if not key or any(live.column(c) is None for c in key):
+            return None
+        old = live.column(sources[0])
+        mark = property_set_by(
+            self.history(condition.table), column_mark_key(old.name if old else sources[0])
+        )
+        return None if mark is None else (key, mark)
+
+    def count_rows(self, query: Any) -> int:
+        """How many rows a query (a sqlglot one) returns."""
+        from sqlglot import exp
+
+        from delta_contracts.sql import expressions as x
+
+        counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(
+            exp.Subquery(this=query, alias=exp.TableAlias(this=x.ident("q")))
+        )
+        return int(self.sql(x.sql(counted))[0]["n"])
 
     def table_version(self, table: TableId) -> int | None:
         """The table's current Delta version, or None when there is no such table."""

@@ -24,8 +24,15 @@ from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.live import property_set_by
 from delta_contracts.marks import FENCED_INTO, STAMP_VERSION
 from delta_contracts.plan.catch_up import CatchUpRows
-from delta_contracts.plan.fence import changes_merge, pending_changes, removed_rows
-from delta_contracts.plan.ops import Phase, SetProperties
+from delta_contracts.plan.conditions import RenamedColumnCarried
+from delta_contracts.plan.fence import (
+    changes_merge,
+    pending_changes,
+    removed_rows,
+    renamed_column_merge,
+    renamed_column_updates,
+)
+from delta_contracts.plan.ops import Backfill, Phase, SetProperties
 from delta_contracts.sql import expressions as x
 
 SAMPLE = 5
@@ -107,3 +114,19 @@ def apply_old_changes(
             f"differ in {op.table} after the fence's MERGE; nothing else was changed by it. Keys:\n"
             f"{_shown(_rows(engine, pending, SAMPLE))}"
         )
+
+
+def carry_renamed_column(engine: Engine, op: Backfill, tag: str | None = None) -> None:
+    """An in-place rename's last catch-up, before its `UPDATE … WHERE new IS NULL`: the keys whose old
+    column an upserting old producer updated after the cutover's backfill get the new value, where the new
+    column still holds what it held at the old column's deprecation mark (a producer that switched wrote it
+    since, later). Needs the table's unique key (from its stamp); without one nothing is known to carry."""
+    condition = RenamedColumnCarried(op.table, op.column, op.expression)
+    basis = engine.renamed_column_basis(condition)
+    if basis is None:
+        return
+    key, mark = basis
+    if not engine.count_rows(renamed_column_updates(op.table, op.column, op.expression, key, mark)):
+        return
+    merge = renamed_column_merge(op.table, op.column, op.expression, key, mark)
+    engine.run_statement(x.sql(merge), tag=tag, table=op.table)

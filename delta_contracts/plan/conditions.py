@@ -179,6 +179,18 @@ class UnchangedSinceFence:
 
 
 @dataclass(frozen=True, slots=True)
+class RenamedColumnCarried:
+    """Data condition of an in-place rename's last catch-up: no key's new `column` still holds what it held
+    at the old column's deprecation mark while the old column (`expression`) now says otherwise (an old
+    producer's update since the cutover's backfill); holds of a table with no unique key in its stamp, or no
+    mark."""
+
+    table: TableId
+    column: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
 class AllOf:
     conditions: tuple[Condition, ...]
 
@@ -210,6 +222,7 @@ Condition = (
     | NoRowsWhere
     | IdentityCoversRows
     | UnchangedSinceFence
+    | RenamedColumnCarried
     | AllOf
     | AnyOf
 )
@@ -240,6 +253,11 @@ def describe(condition: Condition) -> str:
             return f"no row of {table} where {predicate}"
         case IdentityCoversRows(table, name):
             return f"no value of the identity column {name} of {table} lies beyond its high-water mark"
+        case RenamedColumnCarried(table, name, expression):
+            return (
+                f"no key of {table} whose {name} was left behind by an update of {expression} since the "
+                "old column was marked deprecated"
+            )
         case UnchangedSinceFence(table):
             return f"no row of {table} changed, added or deleted since the cutover's fence read it"
     column = f"column {getattr(condition, 'column', '')} of {condition.table}"

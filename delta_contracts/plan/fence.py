@@ -242,3 +242,57 @@ def changed_since(table: TableId, columns: list[str], version: int) -> exp.Query
     added = labelled(exp.Except(this=rows(None), expression=rows(version), distinct=False), "has now")
     gone = labelled(exp.Except(this=rows(version), expression=rows(None), distinct=False), "had, gone since")
     return exp.union(added, gone, distinct=False)
+
+
+CARRIED_VALUE, AT_MARK = "__delta_contracts_value", "__delta_contracts_at_mark"
+
+
+def renamed_column_updates(
+    table: TableId, column: str, expression: str, key: list[str], version: int
+) -> exp.Select:
+    """An in-place rename's keys whose new `column` holds what it held at `version` (the old column's
+    deprecation mark: after the cutover's backfill, before the stamp, so no producer had written the new
+    column yet) while the old column's `expression` now gives another value: updates an old producer made
+    to an existing key after the backfill. Each with the value to carry (CARRIED_VALUE) and the new column's
+    value at the mark (AT_MARK)."""
+    now, then = "n", "m"
+    current = x.table(table)
+    current.set("alias", alias(now))
+    marked = as_of(x.table(table), version)
+    marked.set("alias", alias(then))
+    value = x.parse(expression)
+    for node in list(value.find_all(exp.Column)):
+        if not node.table:
+            node.set("table", x.ident(now))
+    same_key = exp.and_(*(exp.EQ(this=col(now, k), expression=col(then, k)) for k in key))
+    untouched = exp.NullSafeEQ(this=col(now, column), expression=col(then, column))
+    differs = exp.Not(this=exp.NullSafeEQ(this=col(now, column), expression=exp.Paren(this=value.copy())))
+    return (
+        exp.Select(
+            expressions=[
+                *(col(now, k) for k in key),
+                exp.Alias(this=value, alias=x.ident(CARRIED_VALUE)),
+                exp.Alias(this=col(then, column), alias=x.ident(AT_MARK)),
+            ]
+        )
+        .from_(current)
+        .join(marked, on=same_key, join_type="INNER")
+        .where(exp.and_(untouched, differs))
+    )
+
+
+def renamed_column_merge(
+    table: TableId, column: str, expression: str, key: list[str], version: int
+) -> exp.Merge:
+    """Carry `renamed_column_updates` into the new column, where it still holds its value at the mark."""
+    target = x.table(table)
+    target.set("alias", alias(TARGET))
+    source = renamed_column_updates(table, column, expression, key, version)
+    still = exp.NullSafeEQ(this=col(TARGET, column), expression=col(SOURCE, AT_MARK))
+    update = exp.Update(expressions=[exp.EQ(this=col(TARGET, column), expression=col(SOURCE, CARRIED_VALUE))])
+    return exp.Merge(
+        this=target,
+        using=exp.Subquery(this=source, alias=alias(SOURCE)),
+        on=exp.and_(*(exp.EQ(this=col(TARGET, k), expression=col(SOURCE, k)) for k in key)),
+        whens=exp.Whens(expressions=[exp.When(matched=True, source=False, condition=still, then=update)]),
+    )

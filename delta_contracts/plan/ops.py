@@ -40,6 +40,7 @@ from delta_contracts.plan.conditions import (
     IdentityCoversRows,
     NoRowsWhere,
     PropertiesSet,
+    RenamedColumnCarried,
     StampedAfter,
     TableAbsent,
     TableCommentIs,
@@ -619,6 +620,15 @@ class LastCatchUp(Backfill):
     kind: ClassVar[str] = "last_catch_up"
     checked_again: ClassVar[bool] = True
     gate: Gate
+
+    def postcondition(self) -> Condition:
+        # Rows with the new column still NULL, and (with a unique key) rows whose old column an upserting
+        # old producer updated after the cutover's backfill (`RenamedColumnCarried`).
+        done = Backfill.postcondition(self)
+        assert isinstance(done, AnyOf)
+        *gone, pending = done.conditions
+        carried = RenamedColumnCarried(self.table, self.column, self.expression)
+        return AnyOf((*gone, AllOf((pending, carried))))
 
     def summary(self) -> str:
         return f"last catch-up {self.column} = {self.expression}"

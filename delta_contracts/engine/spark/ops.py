@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine.capabilities import Capability, EngineCapabilities, How, Route
-from delta_contracts.engine.fence import apply_old_changes, fence_versions
+from delta_contracts.engine.fence import apply_old_changes, carry_renamed_column, fence_versions
 from delta_contracts.engine.op_table import OpTable
-from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
+from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, LAST_CATCH_UP_ROWS, RowMover
 from delta_contracts.plan.catch_up import (
     CatchUpRows,
     CatchUpStrategy,
@@ -26,6 +26,7 @@ from delta_contracts.plan.ops import (
     CreateTable,
     CreateView,
     DropTable,
+    LastCatchUp,
     Op,
     RenameTable,
     SetNotNull,
@@ -61,6 +62,12 @@ def catch_up_statement(engine: SparkEngine, op: CatchUpRows, attempt: int) -> st
         current = engine.table_version(op.table) if attempt > 0 else None
         statement = fence_statement(op, current, source_version=versions.source, stamp_version=versions.stamp)
         return x.sql(statement)
+    return render(op)
+
+
+def last_catch_up_statement(engine: SparkEngine, op: LastCatchUp, attempt: int) -> str | None:
+    """An in-place rename's last catch-up run whole: the old column's updates first (`engine.fence`)."""
+    carry_renamed_column(engine, op)
     return render(op)
 
 
@@ -111,7 +118,8 @@ SPARK_OPS: OpTable[SparkOp] = OpTable(
         RenameTable: SparkOp(retried_on_conflict=False, table_left=renamed_table),
         DropTable: SparkOp(commits=False),
         SetNotNull: SparkOp(oss_refusal=SET_NOT_NULL_REFUSAL),
-        Backfill: SparkOp(rows=BACKFILL_ROWS),  # LastCatchUp too: it extends Backfill
+        Backfill: SparkOp(rows=BACKFILL_ROWS),
+        LastCatchUp: SparkOp(rows=LAST_CATCH_UP_ROWS, statement=last_catch_up_statement),
         CopyRows: SparkOp(rows=COPY_ROWS),
         CatchUpRows: SparkOp(statement=catch_up_statement, holds_producers=not_the_fence),
     },

@@ -342,7 +342,7 @@ class Engine(ABC):
         live = self.describe(table, with_version=False)
         if version is None or live is None:
             return 0, []
-        rows = changed_since(table, [c.name for c in live.columns], version)
+        rows = changed_since(table, [(c.name, c.type) for c in live.columns], version)
         counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(
             exp.Subquery(this=rows, alias=exp.TableAlias(this=x.ident("q")))
         )

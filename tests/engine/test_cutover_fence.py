@@ -319,3 +319,26 @@ def test_in_place_rename_carries_an_upserting_old_producers_updates(spark_engine
     query = exp.select(x.column("txn_id"), x.column("channel")).from_(x.table(table))
     got = {r["txn_id"]: r["channel"] for r in spark_engine.sql(x.sql(query))}
     assert got == {"t1": "kiosk", "t2": "mail", "t3": "fax", "t4": "app"}, got
+
+
+def test_fence_without_a_key_refuses_an_update_it_cannot_place(local_engine: Engine) -> None:
+    """Without a unique key the fence cannot tell which of equal rows an update of the old table changed:
+    it refuses, naming the row the new table still holds, instead of keeping both values."""
+    from delta_contracts.engine.base import EngineError
+
+    schema = "fenced_unkeyed"
+    create_schema(local_engine, schema)
+    base, wanted = pair("change_partitioning", "in_place")
+    old, new = renamed(base, schema), renamed(wanted, schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(local_engine, created, "create")
+    write_rows(local_engine, state.physical, ROWS)
+    migration, after = plan(old, new, Target.DELTA_4, state=state)
+    left = apply_until(local_engine, migration, lambda op: isinstance(op, StampContract))
+    old_table = next(op for op in left if isinstance(op, DropTable)).table
+    _set_amount(local_engine, old_table, "t1", 5001)  # after the catch-up, before the stamp
+    with pytest.raises(EngineError) as refused:
+        for op in [op for op in left if op.phase is not Phase.CONTRACT]:
+            local_engine.apply_op(op)
+    assert "without a unique key" in str(refused.value) and '"txn_amt_paise": 1250' in str(refused.value)
+    assert _amounts(local_engine, after.physical) == {"t1": 1250, "t2": 99}  # nothing half-applied

@@ -100,3 +100,20 @@ def commits_from_history(entries: Iterable[Mapping[str, Any]]) -> list[Commit]:
         for entry in entries
     ]
     return sorted(commits, key=lambda c: c.version)
+
+
+def property_set_by(commits: Iterable[Commit], key: str, value: str | None = None) -> int | None:
+    """The version of the first commit (oldest first) that set table property `key` (to `value`, when
+    given), as its operation parameters record it (SET TBLPROPERTIES: `properties`, JSON text)."""
+    for commit in commits:
+        raw = commit.parameters.get("properties")
+        if not raw:
+            continue
+        try:
+            properties = json.loads(raw)
+        except ValueError:
+            continue
+        found = isinstance(properties, dict) and key in properties
+        if found and (value is None or str(properties[key]) == value):
+            return commit.version
+    return None

@@ -19,6 +19,9 @@ DEPRECATED_TABLE = "delta_contracts.deprecated.table"
 DEPRECATED_COLUMN_PREFIX = "delta_contracts.deprecated.column."
 STAMP_CONTRACT = "delta_contracts.contract"
 HOLD = "delta_contracts.hold"
+# Set on an old version's table by the versioned cutover's fence, naming the new table: the commit that set it
+# is the version of the old table the fence carried over, and any row changed after it is left behind.
+FENCED_INTO = "delta_contracts.fenced_into"
 
 
 def column_mark_key(column: str) -> str:

@@ -230,6 +230,8 @@ def test_every_condition_is_described_in_words() -> None:
         c.NoRowsWhere(t, "`site` IS NULL"),
         FeatureAbsent(t, "deletionVectors"),
         c.IdentityCoversRows(t, "reading_id"),
+        c.UnchangedSinceFence(t),
+        c.RenamedColumnCarried(t, "site", "`location`"),
     ]
     import typing
 

@@ -22,6 +22,7 @@ from delta_contracts.apply.gates import (
     mark_in_commits,
     under_later_names,
 )
+from delta_contracts.apply.live_check import left_behind_by_copy
 from delta_contracts.apply.reports import (
     ApplyOptions,
     Attempt,
@@ -182,6 +183,11 @@ class Runner:
                 self.engine.check_supported(todo)
             except EngineError as err:
                 raise ApplyRefusedError(f"{stored.json_path}: {err}") from None
+            position = history.index(stored)
+            previous = history[position - 1].contract if position else None
+            lost = left_behind_by_copy(self.engine, stored, previous, todo)
+            if lost is not None:
+                raise ApplyRefusedError(f"{stored.json_path}: {lost}")
             for index, op, decision in schedule.decisions(stored, done):
                 flight = OpInFlight(contract, stored, index, op)
                 if decision.verdict is not Verdict.RUN:

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 from delta_contracts.errors import FailedError, InputError
-from delta_contracts.live import Commit, LiveTable
+from delta_contracts.live import Commit, LiveTable, property_set_by
+from delta_contracts.marks import FENCED_INTO
 from delta_contracts.plan.conditions import (
     AllOf,
     AnyOf,
@@ -20,6 +21,8 @@ from delta_contracts.plan.conditions import (
     HistoryCondition,
     IdentityCoversRows,
     NoRowsWhere,
+    RenamedColumnCarried,
+    UnchangedSinceFence,
     ViewDefined,
     describe,
     holds,
@@ -88,6 +91,21 @@ class PreconditionFailedError(EngineError):
             f"{op.summary()}: {count} row(s) of {condition.table} cannot be copied; fix them first, or "
             f"change the contract and plan again:\n{lines}\n"
             f"Sample of the first ({broken[0][0]}; WHERE {broken[0][2]}):\n{shown}"
+        )
+
+
+class ChangedSinceFenceError(EngineError):
+    """The drop of an old version's table would lose rows committed to it after the cutover's fence."""
+
+    def __init__(self, op: Op, table: TableId, count: int, samples: list[dict[str, Any]]) -> None:
+        self.op, self.count, self.samples = op, count, samples
+        shown = "\n".join(f"    {json.dumps(row, default=str, ensure_ascii=False)}" for row in samples)
+        super().__init__(
+            f"{op.summary()}: {count} row(s) of {table} were written, changed or deleted after the cutover's "
+            "fence carried it into the new table (a producer that never switched); dropping it would lose "
+            "them. Carry each over to the new table by its key (or undo it on the old one), then apply "
+            "again. "
+            f"Rows (`change`: whether the table has it now, or had it at the fence):\n{shown}"
         )
 
 
@@ -214,12 +232,17 @@ class Engine(ABC):
             return self.count_where(condition.table, condition.predicate) == 0
         if isinstance(condition, IdentityCoversRows):
             return self._identity_covers_rows(condition, reads)
+        if isinstance(condition, UnchangedSinceFence):
+            return self.changed_since_fence(condition.table)[0] == 0
+        if isinstance(condition, RenamedColumnCarried):
+            pending = self.renamed_column_updates(condition)
+            return pending is None or self.count_rows(pending) == 0
         if isinstance(condition, HistoryCondition):
             if self._described(condition.table, reads) is None:
                 return condition.when_absent
             return condition.holds_in(self.history(condition.table))
         if isinstance(condition, AllOf):
-            return all(self._holds(c, reads) for c in condition.conditions)
+            return all(self._holds(c, reads) for c in self._unsuperseded(condition.conditions))
         if isinstance(condition, AnyOf):
             return any(self._holds(c, reads) for c in condition.conditions)
         live = {t: found for t in _tables_of(condition) if (found := self._described(t, reads)) is not None}
@@ -265,7 +288,7 @@ class Engine(ABC):
         condition = op.precondition()
         if condition is None:
             return
-        checks = condition.conditions if isinstance(condition, AllOf) else (condition,)
+        checks = self._unsuperseded(condition.conditions if isinstance(condition, AllOf) else (condition,))
         for check in checks:
             if isinstance(check, NoRowsWhere):
                 count = self.count_where(check.table, check.predicate)
@@ -279,8 +302,95 @@ class Engine(ABC):
                     sampled = broken[0][2] if broken else check.predicate
                     samples = self.sample_where(check.table, sampled)
                     raise PreconditionFailedError(op, check, count, samples, broken)
+            elif isinstance(check, UnchangedSinceFence):
+                count, samples = self.changed_since_fence(check.table)
+                if count:
+                    raise ChangedSinceFenceError(op, check.table, count, samples)
             elif not self.holds(check, reads):
                 raise EngineError(f"{op.summary()}: it needs that {describe(check)}, which does not hold")
+
+    def _unsuperseded(self, checks: Sequence[Condition]) -> tuple[Condition, ...]:
+        """`checks` without the row checks of a table a versioned cutover's fence marked when they stand
+        beside its `UnchangedSinceFence`: the drop's by-key check against the new table (`left_behind`)
+        holds only of a table whose fence inserted missing keys alone (before it marked tables, or the `.sql`
+        file's cell). Since the fence carries every change up to its mark, a key missing from the new table
+        was deleted there by a producer that switched, and what the drop must not lose is what changed on
+        the old table after the mark."""
+        fenced = {
+            c.table
+            for c in checks
+            if isinstance(c, UnchangedSinceFence) and self._fence_version(c.table) is not None
+        }
+        return tuple(c for c in checks if not (isinstance(c, NoRowsWhere) and c.table in fenced))
+
+    def _fence_version(self, table: TableId) -> int | None:
+        """The old version's table's commit that the fence marked (`marks.FENCED_INTO`), if any."""
+        if self.describe(table, with_version=False) is None:
+            return None
+        return property_set_by(self.history(table), FENCED_INTO)
+
+    def changed_since_fence(self, table: TableId) -> tuple[int, list[dict[str, Any]]]:
+        """Rows of `table` (an old version's) added, changed or deleted since the version the versioned
+        cutover's fence carried over (`engine.fence`), by every column the table has: their count and a
+        sample. (0, []) for a table no fence marked (its fence ran before it marked tables, or by hand)."""
+        from sqlglot import exp
+
+        from delta_contracts.plan.fence import changed_since
+        from delta_contracts.sql import expressions as x
+
+        version = self._fence_version(table)
+        live = self.describe(table, with_version=False)
+        if version is None or live is None:
+            return 0, []
+        rows = changed_since(table, [(c.name, c.type) for c in live.columns], version)
+        counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(
+            exp.Subquery(this=rows, alias=exp.TableAlias(this=x.ident("q")))
+        )
+        count = int(self.sql(x.sql(counted))[0]["n"])
+        return count, (self.sql(x.sql(rows.limit(5))) if count else [])
+
+    def renamed_column_updates(self, condition: RenamedColumnCarried) -> Any:
+        """The keys whose renamed column an old producer's update left behind (`plan.fence`), as a query;
+        None where that cannot be known (`renamed_column_basis`)."""
+        from delta_contracts.plan.fence import renamed_column_updates
+
+        basis = self.renamed_column_basis(condition)
+        if basis is None:
+            return None
+        key, mark = basis
+        return renamed_column_updates(condition.table, condition.column, condition.expression, key, mark)
+
+    def renamed_column_basis(self, condition: RenamedColumnCarried) -> tuple[list[str], int] | None:
+        """The table's unique key (from its stamp) and the version of the old column's deprecation mark, or
+        None without either (or when the new column is computed from more than one old one)."""
+        from delta_contracts.marks import STAMP_CONTRACT, column_mark_key
+        from delta_contracts.plan.stamp import read_contract_stamp
+        from delta_contracts.sql.expressions import referenced_columns
+
+        live = self.describe(condition.table, with_version=False)
+        sources = sorted(referenced_columns(condition.expression))
+        if live is None or len(sources) != 1 or live.column(condition.column) is None:
+            return None
+        unique = read_contract_stamp(live.properties.get(STAMP_CONTRACT)).get("quality", {}).get("unique")
+        key = [str(c) for c in unique[0]] if unique else []
+        if not key or any(live.column(c) is None for c in key):
+            return None
+        old = live.column(sources[0])
+        mark = property_set_by(
+            self.history(condition.table), column_mark_key(old.name if old else sources[0])
+        )
+        return None if mark is None else (key, mark)
+
+    def count_rows(self, query: Any) -> int:
+        """How many rows a query (a sqlglot one) returns."""
+        from sqlglot import exp
+
+        from delta_contracts.sql import expressions as x
+
+        counted = exp.select(exp.Count(this=exp.Star()).as_("n")).from_(
+            exp.Subquery(this=query, alias=exp.TableAlias(this=x.ident("q")))
+        )
+        return int(self.sql(x.sql(counted))[0]["n"])
 
     def table_version(self, table: TableId) -> int | None:
         """The table's current Delta version, or None when there is no such table."""

@@ -264,7 +264,23 @@ class CopyRowsInBatches(RowMover[CopyRows]):
         )
 
 
+class LastCatchUpRows(BackfillRows):
+    """An in-place rename's last catch-up: first the old column's updates since the cutover's backfill
+    (`engine.fence.carry_renamed_column`, one MERGE), then the NULLs in batches as any backfill."""
+
+    def plan(
+        self, engine: Engine, op: Op, batch_rows: int, done: Sequence[dict[str, Any]]
+    ) -> list[Batch] | None:
+        from delta_contracts.engine.fence import carry_renamed_column
+        from delta_contracts.plan.ops import Backfill
+
+        if isinstance(op, Backfill):
+            carry_renamed_column(engine, op)
+        return super().plan(engine, op, batch_rows, done)
+
+
 BACKFILL_ROWS = BackfillRows()
+LAST_CATCH_UP_ROWS = LastCatchUpRows()
 COPY_ROWS = CopyRowsInBatches()
 
 

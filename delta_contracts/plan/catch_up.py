@@ -66,7 +66,7 @@ class CatchUpStrategy(StrEnum):
     CHANGE_FEED = "change_feed"
     MERGE_ON_KEY = "merge_on_key"
     PARTITIONS = "partitions"
-    INSERT_MISSING = "insert_missing"  # the cutover's fence (`fence_catch_up`)
+    INSERT_MISSING = "insert_missing"  # the cutover's fence (`plan.fence`)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,7 +161,7 @@ def choose_catch_up(
         reasons = (*copy.reasons, (shared, old_keys))
         strategy = CatchUpStrategy.MERGE_ON_KEY
         how = f"merges on the unique key ({', '.join(key)}), reading every row of {source}"
-        nullable = [c for c in key if (col := new.column(c)) is None or col.nullable]
+        nullable = [c for c in key if (found := new.column(c)) is None or found.nullable]
         if feed and not nullable:
             strategy = CatchUpStrategy.CHANGE_FEED
             how = (
@@ -284,32 +284,32 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
     columns = [name for name, _ in op.mapping]
     keys = {k.casefold() for k in op.key}
     if op.strategy is CatchUpStrategy.CHANGE_FEED:
-        source: exp.Expr = exp.Subquery(this=_latest_changes(op, start_version), alias=_alias(SOURCE))
+        source: exp.Expr = exp.Subquery(this=_latest_changes(op, start_version), alias=alias(SOURCE))
     else:
         select = exp.Select(
             expressions=[exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.mapping]
         ).from_(x.table(op.source))
-        source = exp.Subquery(this=select, alias=_alias(SOURCE))
-    on = exp.and_(*(exp.EQ(this=_col(TARGET, k), expression=_col(SOURCE, k)) for k in op.key))
+        source = exp.Subquery(this=select, alias=alias(SOURCE))
+    on = exp.and_(*(exp.EQ(this=col(TARGET, k), expression=col(SOURCE, k)) for k in op.key))
     kept = {k.casefold() for k in op.kept}
     values = [c for c in columns if c.casefold() not in keys and c.casefold() not in kept]
     differs = exp.Not(
         this=exp.Paren(
-            this=exp.and_(*(exp.NullSafeEQ(this=_col(TARGET, c), expression=_col(SOURCE, c)) for c in values))
+            this=exp.and_(*(exp.NullSafeEQ(this=col(TARGET, c), expression=col(SOURCE, c)) for c in values))
         )
     )
     whens: list[exp.When] = []
     not_deleted: exp.Expr | None = None
     if op.strategy is CatchUpStrategy.CHANGE_FEED:
-        deleted = exp.EQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
-        not_deleted = exp.NEQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
+        deleted = exp.EQ(this=col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
+        not_deleted = exp.NEQ(this=col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
         whens.append(exp.When(matched=True, source=False, condition=deleted, then=exp.var("DELETE")))
     if values:
         update = exp.Update(
-            expressions=[exp.EQ(this=_col(TARGET, c), expression=_col(SOURCE, c)) for c in values]
+            expressions=[exp.EQ(this=col(TARGET, c), expression=col(SOURCE, c)) for c in values]
         )
         whens.append(exp.When(matched=True, source=False, condition=differs, then=update))
-    insert = _insert_from_source(columns)
+    insert = insert_from_source(columns)
     whens.append(exp.When(matched=False, source=False, condition=not_deleted, then=insert))
     if op.strategy is CatchUpStrategy.MERGE_ON_KEY:
         whens.append(exp.When(matched=False, source=True, then=exp.var("DELETE")))
@@ -370,84 +370,22 @@ def _latest_changes(op: CatchUpRows, start_version: int | None) -> exp.Select:
     names = [x.column(name) for name, _ in op.mapping]
     return (
         exp.Select(expressions=[*names, x.column(CHANGE_TYPE)])
-        .from_(exp.Subquery(this=shaped, alias=_alias("changes")))
+        .from_(exp.Subquery(this=shaped, alias=alias("changes")))
         .where(exp.EQ(this=x.column(CHANGE_RANK), expression=exp.Literal.number(1)))
     )
 
 
-def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows:
-    """The last catch-up of a versioned cutover, from the old table (`source`: by now renamed, or marked
-    deprecated), after the new table was stamped: it copies the old rows the new table lacks and writes
-    nothing else, so rows producers already write to the new table are never deleted or overwritten (the
-    strategies of the first catch-up would: they make the new table equal to the old one)."""
-    key = (
-        bulk.key if isinstance(bulk, CatchUpRows) and bulk.strategy is not CatchUpStrategy.PARTITIONS else ()
-    )
-
-    # The first catch-up's checks name the old table as it was then (its duplicate-key subquery reads it by
-    # name); by the fence that name may be the alias view over the new table, so they read `source` itself.
-    def physical(predicate: str) -> str:
-        return x.reading_table(predicate, bulk.source, source)
-
-    return CatchUpRows(
-        table=bulk.table,
-        phase=Phase.CUTOVER,
-        source=source,
-        mapping=bulk.mapping,
-        key=key,
-        strategy=CatchUpStrategy.INSERT_MISSING,
-        rejects=None if bulk.rejects is None else physical(bulk.rejects),
-        reasons=tuple((why.replace(str(bulk.source), str(source)), physical(p)) for why, p in bulk.reasons),
-        reason="rows committed to the old table until it was closed to writers",
-    )
-
-
-def fence_statement(op: CatchUpRows, new_table_version: int | None = None) -> exp.Insert:
-    """INSERT the converted old rows the new table lacks: by key (new keys only), or without a key every old
-    row beyond the count of its equal rows in the new table (EXCEPT ALL).
-
-    With `new_table_version` the new table is read as of that version (the engine binds the version it stood
-    at when the attempt began): the statement then reads the new table only through time travel, which Delta
-    does not count as a read of the table it writes, so it commits as a blind append and no producer's append
-    to the new table can fail it (open-source Delta is Serializable: a MERGE, or an INSERT reading the table's
-    current version, conflicts with every append committed while it ran, and a producer writing back to back
-    leaves no gap; measured on delta-spark 4). Rows producers append after that version are rows of their
-    own, never the old rows this copies. Without it (the migration file's form, and the embedded engine's) the
-    new table is read as it is: exact against any producer, a commit race lost against a busy one."""
-    columns = [name for name, _ in op.mapping]
-    current = x.table(op.table)
-    if new_table_version is not None:
-        current.set(
-            "version",
-            exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(new_table_version)),
-        )
-    rows: exp.Query = _converted_rows(op)
-    if not op.key:
-        lacking = exp.Select(expressions=[x.column(c) for c in columns]).from_(current)
-        rows = exp.Except(this=rows, expression=lacking, distinct=False)
-    select = exp.Select(expressions=[_col(SOURCE, c) for c in columns]).from_(
-        exp.Subquery(this=rows, alias=_alias(SOURCE))
-    )
-    if op.key:
-        current.set("alias", _alias(TARGET))
-        same_key = exp.and_(*(exp.EQ(this=_col(TARGET, k), expression=_col(SOURCE, k)) for k in op.key))
-        present = exp.select(exp.Literal.number(1)).from_(current).where(same_key)
-        select = select.where(exp.Not(this=exp.Exists(this=present)))
-    target = exp.Schema(this=x.table(op.table), expressions=[x.ident(c) for c in columns])
-    return exp.Insert(this=target, expression=select)
-
-
-def _insert_from_source(columns: Sequence[str]) -> exp.Insert:
+def insert_from_source(columns: Sequence[str]) -> exp.Insert:
     """A MERGE's `INSERT (columns) VALUES (s.columns)`."""
     return exp.Insert(
         this=exp.Tuple(expressions=[x.column(c) for c in columns]),
-        expression=exp.Tuple(expressions=[_col(SOURCE, c) for c in columns]),
+        expression=exp.Tuple(expressions=[col(SOURCE, c) for c in columns]),
     )
 
 
 def _aliased_target(op: CatchUpRows) -> exp.Table:
     target = x.table(op.table)
-    target.set("alias", _alias(TARGET))
+    target.set("alias", alias(TARGET))
     return target
 
 
@@ -471,12 +409,12 @@ def left_behind(
     inner = "n"
     match = exp.and_(
         *(
-            exp.NullSafeEQ(this=_col(inner, c), expression=exp.Paren(this=qualified(values[c])))
+            exp.NullSafeEQ(this=col(inner, c), expression=exp.Paren(this=qualified(values[c])))
             for c in compared
         )
     )
     searched = x.table(target)
-    searched.set("alias", _alias(inner))
+    searched.set("alias", alias(inner))
     found = exp.select(exp.Literal.number(1)).from_(searched).where(match)
     return x.sql(exp.Not(this=exp.Exists(this=found)))
 
@@ -489,7 +427,7 @@ def _partition_merge(op: CatchUpRows) -> exp.Merge:
         expressions=[
             exp.Alias(this=exp.Literal.string("delete"), alias=x.ident(CHANGE_TYPE)),
             *(
-                _col(CHANGED, c) if c in op.partition_by else exp.Alias(this=exp.Null(), alias=x.ident(c))
+                col(CHANGED, c) if c in op.partition_by else exp.Alias(this=exp.Null(), alias=x.ident(c))
                 for c in columns
             ),
         ]
@@ -497,18 +435,18 @@ def _partition_merge(op: CatchUpRows) -> exp.Merge:
     rows = exp.Select(
         expressions=[
             exp.Alias(this=exp.Literal.string("insert"), alias=x.ident(CHANGE_TYPE)),
-            *(_col("r", c) for c in columns),
+            *(col("r", c) for c in columns),
         ]
-    ).from_(exp.Subquery(this=_converted_rows(op), alias=_alias("r")))
+    ).from_(exp.Subquery(this=converted_rows(op), alias=alias("r")))
     rows = rows.join(changed.copy(), on=_same_partition(op, "r", CHANGED), join_type="LEFT SEMI")
     source = exp.union(markers, rows, distinct=False)
-    source.set("with_", exp.With(expressions=[exp.CTE(this=_changed_partitions(op), alias=_alias(CHANGED))]))
-    is_marker = exp.EQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
-    is_row = exp.EQ(this=_col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("insert"))
-    insert = _insert_from_source(columns)
+    source.set("with_", exp.With(expressions=[exp.CTE(this=_changed_partitions(op), alias=alias(CHANGED))]))
+    is_marker = exp.EQ(this=col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("delete"))
+    is_row = exp.EQ(this=col(SOURCE, CHANGE_TYPE), expression=exp.Literal.string("insert"))
+    insert = insert_from_source(columns)
     return exp.Merge(
         this=_aliased_target(op),
-        using=exp.Subquery(this=source, alias=_alias(SOURCE)),
+        using=exp.Subquery(this=source, alias=alias(SOURCE)),
         on=exp.and_(is_marker, _same_partition(op, TARGET, SOURCE)),
         whens=exp.Whens(
             expressions=[
@@ -519,10 +457,20 @@ def _partition_merge(op: CatchUpRows) -> exp.Merge:
     )
 
 
-def _converted_rows(op: CatchUpRows) -> exp.Select:
+def converted_rows(op: CatchUpRows, version: int | None = None) -> exp.Select:
+    """The source's rows in the new table's shape; read as of `version` when given."""
     return exp.Select(
         expressions=[exp.Alias(this=x.parse(expr), alias=x.ident(name)) for name, expr in op.mapping]
-    ).from_(x.table(op.source))
+    ).from_(as_of(x.table(op.source), version))
+
+
+def as_of(table: exp.Table, version: int | None) -> exp.Table:
+    """`table VERSION AS OF version` (the table as it is when None)."""
+    if version is not None:
+        table.set(
+            "version", exp.Version(this="VERSION", kind="AS OF", expression=exp.Literal.number(version))
+        )
+    return table
 
 
 def _changed_partitions(op: CatchUpRows) -> exp.Select:
@@ -533,20 +481,20 @@ def _changed_partitions(op: CatchUpRows) -> exp.Select:
     differs = exp.Not(
         this=exp.Paren(
             this=exp.and_(
-                *(exp.NullSafeEQ(this=_col(old, c), expression=_col(new, c)) for c in (ROW_COUNT, ROW_HASHES))
+                *(exp.NullSafeEQ(this=col(old, c), expression=col(new, c)) for c in (ROW_COUNT, ROW_HASHES))
             )
         )
     )
     return (
         exp.Select(
             expressions=[
-                exp.Alias(this=exp.Coalesce(this=_col(old, c), expressions=[_col(new, c)]), alias=x.ident(c))
+                exp.Alias(this=exp.Coalesce(this=col(old, c), expressions=[col(new, c)]), alias=x.ident(c))
                 for c in op.partition_by
             ]
         )
-        .from_(exp.Subquery(this=_fingerprints(op, _converted_rows(op)), alias=_alias(old)))
+        .from_(exp.Subquery(this=_fingerprints(op, converted_rows(op)), alias=alias(old)))
         .join(
-            exp.Subquery(this=_fingerprints(op, current), alias=_alias(new)),
+            exp.Subquery(this=_fingerprints(op, current), alias=alias(new)),
             on=_same_partition(op, old, new),
             join_type="FULL OUTER",
         )
@@ -570,18 +518,18 @@ def _fingerprints(op: CatchUpRows, rows: exp.Select) -> exp.Select:
                 exp.Alias(this=exp.Sum(this=x.cast(row_hash, "DECIMAL(38,0)")), alias=x.ident(ROW_HASHES)),
             ]
         )
-        .from_(exp.Subquery(this=rows, alias=_alias("r")))
+        .from_(exp.Subquery(this=rows, alias=alias("r")))
         .group_by(*(x.column(c) for c in op.partition_by))
     )
 
 
 def _same_partition(op: CatchUpRows, left: str, right: str) -> exp.Expr:
-    return exp.and_(*(exp.NullSafeEQ(this=_col(left, c), expression=_col(right, c)) for c in op.partition_by))
+    return exp.and_(*(exp.NullSafeEQ(this=col(left, c), expression=col(right, c)) for c in op.partition_by))
 
 
-def _alias(name: str) -> exp.TableAlias:
+def alias(name: str) -> exp.TableAlias:
     return exp.TableAlias(this=x.ident(name))
 
 
-def _col(table: str, name: str) -> exp.Column:
+def col(table: str, name: str) -> exp.Column:
     return exp.Column(this=x.ident(name), table=x.ident(table))

@@ -170,6 +170,27 @@ class IdentityCoversRows:
 
 
 @dataclass(frozen=True, slots=True)
+class UnchangedSinceFence:
+    """Data condition on an old version's table: its rows, compared by every column it has, are those of
+    the version the cutover's fence carried into the new table (the commit that set `marks.FENCED_INTO`);
+    holds of a table no fence marked."""
+
+    table: TableId
+
+
+@dataclass(frozen=True, slots=True)
+class RenamedColumnCarried:
+    """Data condition of an in-place rename's last catch-up: no key's new `column` still holds what it held
+    at the old column's deprecation mark while the old column (`expression`) now says otherwise (an old
+    producer's update since the cutover's backfill); holds of a table with no unique key in its stamp, or no
+    mark."""
+
+    table: TableId
+    column: str
+    expression: str
+
+
+@dataclass(frozen=True, slots=True)
 class AllOf:
     conditions: tuple[Condition, ...]
 
@@ -200,6 +221,8 @@ Condition = (
     | StampedAfter
     | NoRowsWhere
     | IdentityCoversRows
+    | UnchangedSinceFence
+    | RenamedColumnCarried
     | AllOf
     | AnyOf
 )
@@ -230,6 +253,13 @@ def describe(condition: Condition) -> str:
             return f"no row of {table} where {predicate}"
         case IdentityCoversRows(table, name):
             return f"no value of the identity column {name} of {table} lies beyond its high-water mark"
+        case RenamedColumnCarried(table, name, expression):
+            return (
+                f"no key of {table} whose {name} was left behind by an update of {expression} since the "
+                "old column was marked deprecated"
+            )
+        case UnchangedSinceFence(table):
+            return f"no row of {table} changed, added or deleted since the cutover's fence read it"
     column = f"column {getattr(condition, 'column', '')} of {condition.table}"
     match condition:
         case ColumnPresent(table, name):

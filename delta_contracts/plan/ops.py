@@ -40,11 +40,13 @@ from delta_contracts.plan.conditions import (
     IdentityCoversRows,
     NoRowsWhere,
     PropertiesSet,
+    RenamedColumnCarried,
     StampedAfter,
     TableAbsent,
     TableCommentIs,
     TableCondition,
     TableExists,
+    UnchangedSinceFence,
     ViewDefined,
 )
 from delta_contracts.tableid import TableId
@@ -619,6 +621,15 @@ class LastCatchUp(Backfill):
     checked_again: ClassVar[bool] = True
     gate: Gate
 
+    def postcondition(self) -> Condition:
+        # Rows with the new column still NULL, and (with a unique key) rows whose old column an upserting
+        # old producer updated after the cutover's backfill (`RenamedColumnCarried`).
+        done = Backfill.postcondition(self)
+        assert isinstance(done, AnyOf)
+        *gone, pending = done.conditions
+        carried = RenamedColumnCarried(self.table, self.column, self.expression)
+        return AnyOf((*gone, AllOf((pending, carried))))
+
     def summary(self) -> str:
         return f"last catch-up {self.column} = {self.expression}"
 
@@ -772,7 +783,11 @@ class DropTable(Op):
         return TableAbsent(self.table)
 
     def precondition(self) -> Condition | None:
-        return None if self.left_behind is None else NoRowsWhere(self.table, self.left_behind)
+        if self.left_behind is None:
+            return None
+        # By key (or whole row) against the new table, and by key and value against what the fence carried:
+        # a row changed on the old table after the fence is lost by the drop as surely as a row added.
+        return AllOf((NoRowsWhere(self.table, self.left_behind), UnchangedSinceFence(self.table)))
 
     def summary(self) -> str:
         return f"drop table {self.table}"

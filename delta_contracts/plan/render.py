@@ -6,7 +6,8 @@ from functools import singledispatch
 
 from sqlglot import exp
 
-from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, fence_statement, merge_statement
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy, merge_statement
+from delta_contracts.plan.fence import fence_statement
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,

@@ -30,9 +30,9 @@ from delta_contracts.plan.catch_up import (
     CHANGE_DATA_FEED,
     CatchUpRows,
     choose_catch_up,
-    fence_catch_up,
     left_behind,
 )
+from delta_contracts.plan.fence import fence_catch_up
 from delta_contracts.plan.ops import (
     CopyRows,
     CreateView,

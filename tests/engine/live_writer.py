@@ -11,7 +11,10 @@ SPEC: url; table (where it writes first) and switch_to (where it writes once the
 table for an in-place migration); stamp_table and stamp_version (the stamp to watch); old_columns and
 new_columns ({column: source field}) saying which column carries which field of a row before and after the
 stamp; mode (`append`: INSERT INTO; `merge`: MERGE on txn_id, re-merging its previous rows unchanged and
-inserting new ones); name (prefix of its txn ids); log (the file of committed rows); cadence (optional: the
+inserting new ones; `upsert`: a change data capture producer, each MERGE on txn_id inserting new keys,
+updating up to UPDATES_PER_COMMIT of its existing keys to new values and deleting one: its log then holds
+every committed change, a deleted key as `{"txn_id": …, "deleted": true}`, so the last entry of a key is its
+value); name (prefix of its txn ids); log (the file of committed rows); cadence (optional: the
 seconds between two commits, CADENCE_SECONDS when absent, 0 for back to back).
 
 Before each write it also waits while the table it writes is held (`delta_contracts.hold` in its
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import sys
 from datetime import UTC, date, datetime
 from typing import Any
@@ -105,6 +109,91 @@ def merge(table: list[str], rows: list[dict[str, Any]], columns: dict[str, str])
     return x.sql(statement)
 
 
+UPDATES_PER_COMMIT = 2
+DELETED = "deleted"
+
+
+def upsert(table: list[str], changes: list[dict[str, Any]], columns: dict[str, str]) -> str:
+    """MERGE on txn_id: a change marked DELETED deletes its key, the others update or insert their row."""
+    fields = {**columns, DELETED: DELETED}
+    values = exp.Values(
+        expressions=[
+            exp.Tuple(
+                expressions=[
+                    x.literal(bool(r.get(DELETED))) if f == DELETED else x.literal(r.get(f))
+                    for f in fields.values()
+                ]
+            )
+            for r in changes
+        ]
+    )
+    source = exp.select(exp.Star()).from_(
+        exp.Subquery(
+            this=values,
+            alias=exp.TableAlias(this=x.ident("v"), columns=[x.ident(c) for c in fields]),
+        )
+    )
+    target = x.table(table)
+    target.set("alias", exp.TableAlias(this=x.ident("t")))
+
+    def col(table: str, name: str) -> exp.Column:
+        return exp.Column(this=x.ident(name), table=x.ident(table))
+
+    deleted = col("s", DELETED)
+    names = list(columns)
+    statement = exp.Merge(
+        this=target,
+        using=exp.Subquery(this=source, alias=exp.TableAlias(this=x.ident("s"))),
+        on=exp.EQ(this=col("t", "txn_id"), expression=col("s", "txn_id")),
+        whens=exp.Whens(
+            expressions=[
+                exp.When(matched=True, source=False, condition=deleted, then=exp.var("DELETE")),
+                exp.When(
+                    matched=True,
+                    source=False,
+                    then=exp.Update(
+                        expressions=[exp.EQ(this=col("t", c), expression=col("s", c)) for c in names]
+                    ),
+                ),
+                exp.When(
+                    matched=False,
+                    source=False,
+                    condition=exp.Not(this=deleted),
+                    then=exp.Insert(
+                        this=exp.Tuple(expressions=[x.column(c) for c in names]),
+                        expression=exp.Tuple(expressions=[col("s", c) for c in names]),
+                    ),
+                ),
+            ]
+        ),
+    )
+    return x.sql(statement)
+
+
+def changes_of(name: str, n: int, live: dict[str, dict[str, Any]], rng: Any) -> list[dict[str, Any]]:
+    """One commit of an upserting producer: ROWS_PER_COMMIT new keys, updates of some of its existing keys
+    (every field but the key and the date changed) and the deletion of one."""
+    fresh = [row(name, n + i) for i in range(ROWS_PER_COMMIT)]
+    existing = sorted(live)
+    touched = rng.sample(existing, min(len(existing), UPDATES_PER_COMMIT + 1))
+    changes: list[dict[str, Any]] = []
+    for k, key in enumerate(touched):
+        if k == 0 and len(existing) > 3:
+            changes.append({"txn_id": key, DELETED: True})
+            continue
+        value = n * 10 + k
+        changes.append(
+            {
+                **live[key],
+                "amount": 10_000_000 + value,
+                "attempts": value % 5,
+                "status": "FAILED" if value % 2 else "OK",
+                "legacy_channel": f"u{value}",
+            }
+        )
+    return changes + fresh
+
+
 def properties_of(session: Any, table: list[str]) -> dict[str, str]:
     try:
         rows = session.sql(f"SHOW TBLPROPERTIES {x.sql(x.table(table))}").collect()
@@ -146,6 +235,8 @@ def writer_main(
     switched, n, failures, failed_total, held_total = False, 0, 0, 0, 0
     cadence = float(spec.get("cadence", CADENCE_SECONDS))
     previous: list[dict[str, Any]] = []
+    live: dict[str, dict[str, Any]] = {}  # an upserting producer's keys and their rows
+    rng = random.Random(spec["name"])
     with open(spec["log"], "a", encoding="utf-8") as log:
         while not stop.is_set():
             with started.get_lock():
@@ -155,7 +246,10 @@ def writer_main(
             held_total += wait_while_held(session, table, stop)
             columns = spec["new_columns"] if switched else spec["old_columns"]
             fresh = [row(spec["name"], n + i) for i in range(ROWS_PER_COMMIT)]
-            if spec["mode"] == "merge":
+            if spec["mode"] == "upsert":
+                fresh = changes_of(spec["name"], n, live, rng)
+                statement = upsert(table, fresh, columns)
+            elif spec["mode"] == "merge":
                 statement = merge(table, previous + fresh, columns)
             else:
                 statement = insert(table, fresh, columns)
@@ -177,6 +271,10 @@ def writer_main(
                 stop.wait(cadence)  # the next micro-batch (a failed write is retried at once)
             for committed in fresh:
                 log.write(json.dumps(committed, default=str) + "\n")
+                if committed.get(DELETED):
+                    live.pop(committed["txn_id"], None)
+                else:
+                    live[committed["txn_id"]] = committed
             log.flush()
             previous = fresh
             n += ROWS_PER_COMMIT

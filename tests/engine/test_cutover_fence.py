@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 import pytest
 
-from delta_contracts.engine.base import Engine, PreconditionFailedError
+from delta_contracts.contract.model import Contract
+from delta_contracts.engine.base import ChangedSinceFenceError, Engine, PreconditionFailedError
 from delta_contracts.plan.ops import (
     CloseColumn,
     DropCheck,
@@ -69,9 +70,10 @@ def test_versioned_cutover_fences_rows_of_the_old_table(local_engine: Engine) ->
     assert ids(local_engine, new.table_parts) == ["t1", "t2", "t3"]  # read through the alias view
 
     # one that never switched commits after the fence: the drop of the old version refuses it, forced or not
+    # (the old table differs from what the fence carried: a row it has now)
     write_rows(local_engine, state.physical, [{**LATE_ROW, "txn_id": "t4"}])
     drop = next(op for op in migration.ops if isinstance(op, DropTable))
-    with pytest.raises(PreconditionFailedError) as refused:
+    with pytest.raises(ChangedSinceFenceError) as refused:
         local_engine.apply_op(drop)
     assert refused.value.count == 1 and refused.value.samples[0]["txn_id"] == "t4"
     assert ids(local_engine, state.physical) == ["t1", "t2", "t3", "t4"]  # nothing dropped
@@ -194,3 +196,149 @@ def test_in_place_drop_leaves_no_gap_between_its_check_and_the_drop(
     assert not landed and got == {"t1": "web", "t2": None, **expected, "t6": "app"}, (landed, got)
     live = engine.describe(state.physical)
     assert live is not None and live.check("dc_legacy_channel_closed") is None
+
+
+def _keyed_pair(schema: str) -> tuple[Contract, Contract]:
+    base, wanted = pair("change_partitioning", "in_place")  # the old table bears the contract's name
+    quality = wanted.quality.model_copy(update={"unique": (("txn_id",),)})
+    base, wanted = (c.model_copy(update={"quality": quality}) for c in (base, wanted))
+    return renamed(base, schema), renamed(wanted, schema)
+
+
+def _amounts(engine: Engine, table: tuple[str, ...]) -> dict[str, int]:
+    from sqlglot import exp
+
+    query = exp.select(x.column("txn_id"), x.column("txn_amt_paise")).from_(x.table(table))
+    return {str(r["txn_id"]): int(r["txn_amt_paise"]) for r in engine.sql(x.sql(query))}
+
+
+def _set_amount(engine: Engine, table: tuple[str, ...], key: str, amount: int) -> None:
+    from sqlglot import exp
+
+    update = exp.update(
+        x.table(table),
+        {"txn_amt_paise": exp.Literal.number(amount)},
+        where=exp.EQ(this=x.column("txn_id"), expression=exp.Literal.string(key)),
+    )
+    engine.sql(x.sql(update))
+
+
+def _delete(engine: Engine, table: tuple[str, ...], key: str) -> None:
+    from sqlglot import exp
+
+    delete = exp.delete(
+        x.table(table), where=exp.EQ(this=x.column("txn_id"), expression=exp.Literal.string(key))
+    )
+    engine.sql(x.sql(delete))
+
+
+def test_fence_carries_updates_and_deletes_of_the_old_table(local_engine: Engine) -> None:
+    """An upserting producer's changes to the old table after the catch-up — an update and a delete of
+    existing keys, an insert, an update after the stamp it has not seen yet — reach the new table through
+    the fence; a key the producer wrote to the new table after switching keeps that value. Then one change
+    to the old table after the fence keeps the drop from running, naming the key, forced or not."""
+    schema = "fenced_upserts"
+    create_schema(local_engine, schema)
+    old, new = _keyed_pair(schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(local_engine, created, "create")
+    write_rows(local_engine, state.physical, [*ROWS, {**LATE_ROW, "txn_id": "t9"}])
+    migration, after = plan(old, new, Target.DELTA_4, state=state)
+    left = apply_until(local_engine, migration, lambda op: isinstance(op, StampContract))
+    old_table = next(op for op in left if isinstance(op, DropTable)).table  # renamed to __v1 by now
+    # still on the old table, after the catch-up: an update, a delete and an insert
+    _set_amount(local_engine, old_table, "t1", 5001)
+    _delete(local_engine, old_table, "t2")
+    write_rows(local_engine, old_table, [LATE_ROW])
+    local_engine.apply_op(left.pop(0))  # the stamp
+    _set_amount(local_engine, old_table, "t1", 5002)  # the producer has not seen the stamp yet
+    _set_amount(local_engine, old_table, "t9", 6001)  # … nor here, and then it switched:
+    _set_amount(local_engine, after.physical, "t9", 6002)
+    write_rows(local_engine, after.physical, [{**LATE_ROW, "txn_id": "t5", "txn_amt_paise": 55}])
+    for op in [op for op in left if op.phase is not Phase.CONTRACT]:
+        local_engine.apply_op(op)
+    served = _amounts(local_engine, new.table_parts)  # read through the alias view
+    assert served == {"t1": 5002, "t3": 7, "t5": 55, "t9": 6002}, served
+    assert _amounts(local_engine, after.physical) == served
+
+    # a producer that never switched updates a key after the fence: the drop refuses, naming it
+    _set_amount(local_engine, old_table, "t3", 8)
+    drop = next(op for op in migration.ops if isinstance(op, DropTable))
+    with pytest.raises(ChangedSinceFenceError) as refused:
+        local_engine.apply_op(drop)
+    assert refused.value.count == 2  # the row as it is now, and as the fence read it
+    assert {(r["change"], r["txn_id"], r["txn_amt_paise"]) for r in refused.value.samples} == {
+        ("has now", "t3", 8),
+        ("had, gone since", "t3", 7),
+    }
+    assert "t3" in str(refused.value)
+    assert _amounts(local_engine, old_table)["t3"] == 8  # nothing dropped
+
+
+def _set_channel(engine: Engine, table: tuple[str, ...], key: str, column: str, value: str) -> None:
+    from sqlglot import exp
+
+    update = exp.update(
+        x.table(table),
+        {column: exp.Literal.string(value)},
+        where=exp.EQ(this=x.column("txn_id"), expression=exp.Literal.string(key)),
+    )
+    engine.sql(x.sql(update))
+
+
+@JVM
+def test_in_place_rename_carries_an_upserting_old_producers_updates(spark_engine: Engine) -> None:
+    """An old producer that upserts updates the old column of keys whose new column the backfill had already
+    filled: before the cutover, and after the stamp before it switched. The last catch-up carries those
+    updates into the new column (with the contract's unique key), except where a producer that switched
+    wrote the new column since: its value is the later one."""
+    schema = "renamed_upserts"
+    create_schema(spark_engine, schema)
+    base, wanted = nullable_rename()
+    quality = wanted.quality.model_copy(update={"unique": (("txn_id",),)})
+    old, new = (renamed(c.model_copy(update={"quality": quality}), schema) for c in (base, wanted))
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(spark_engine, created, "create")
+    table = state.physical
+    more = [{**ROWS[0], "txn_id": t} for t in ("t3", "t4")]
+    write_rows(spark_engine, table, [*ROWS, *more])
+    migration, _ = plan(old, new, Target.DELTA_4, state=state)
+    left = apply_until(spark_engine, migration, lambda op: op.phase is Phase.CUTOVER)
+    _set_channel(spark_engine, table, "t1", "legacy_channel", "app")  # after the backfill filled `channel`
+    _set_channel(spark_engine, table, "t4", "legacy_channel", "app")
+    while not isinstance(left[0], StampContract):
+        spark_engine.apply_op(left.pop(0))
+    spark_engine.apply_op(left.pop(0))  # the stamp
+    _set_channel(spark_engine, table, "t1", "channel", "kiosk")  # switched, and wrote t1 again
+    _set_channel(spark_engine, table, "t3", "legacy_channel", "fax")  # not yet switched
+    _set_channel(spark_engine, table, "t2", "legacy_channel", "mail")
+    for op in left:
+        spark_engine.apply_op(op)
+    from sqlglot import exp
+
+    query = exp.select(x.column("txn_id"), x.column("channel")).from_(x.table(table))
+    got = {r["txn_id"]: r["channel"] for r in spark_engine.sql(x.sql(query))}
+    assert got == {"t1": "kiosk", "t2": "mail", "t3": "fax", "t4": "app"}, got
+
+
+def test_fence_without_a_key_refuses_an_update_it_cannot_place(local_engine: Engine) -> None:
+    """Without a unique key the fence cannot tell which of equal rows an update of the old table changed:
+    it refuses, naming the row the new table still holds, instead of keeping both values."""
+    from delta_contracts.engine.base import EngineError
+
+    schema = "fenced_unkeyed"
+    create_schema(local_engine, schema)
+    base, wanted = pair("change_partitioning", "in_place")
+    old, new = renamed(base, schema), renamed(wanted, schema)
+    created, state = plan(None, old, Target.DELTA_4)
+    run_migration(local_engine, created, "create")
+    write_rows(local_engine, state.physical, ROWS)
+    migration, after = plan(old, new, Target.DELTA_4, state=state)
+    left = apply_until(local_engine, migration, lambda op: isinstance(op, StampContract))
+    old_table = next(op for op in left if isinstance(op, DropTable)).table
+    _set_amount(local_engine, old_table, "t1", 5001)  # after the catch-up, before the stamp
+    with pytest.raises(EngineError) as refused:
+        for op in [op for op in left if op.phase is not Phase.CONTRACT]:
+            local_engine.apply_op(op)
+    assert "without a unique key" in str(refused.value) and '"txn_amt_paise": 1250' in str(refused.value)
+    assert _amounts(local_engine, after.physical) == {"t1": 1250, "t2": 99}  # nothing half-applied

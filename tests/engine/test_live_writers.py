@@ -26,7 +26,7 @@ from delta_contracts.sql import expressions as x
 from delta_contracts.target import Target
 from tests.engine.apply_child import fork_server
 from tests.engine.conftest import JVM
-from tests.engine.live_writer import writer_main
+from tests.engine.live_writer import DELETED, writer_main
 from tests.engine.recipe_run import ROWS, checksum, create_schema, renamed, write_rows
 from tests.recipes import nullable_rename, pair
 from tests.tiers import EXHAUSTIVE
@@ -80,9 +80,14 @@ def run_live(
     modes: list[str],
     cadence: float | None = None,
 ) -> dict[str, Any]:
-    schema = f"live_{recipe}_{versioning}{'' if cadence is None else '_busy'}"
+    schema = (
+        f"live_{recipe}_{versioning}{'' if cadence is None else '_busy'}{'_upsert' * ('upsert' in modes)}"
+    )
     create_schema(engine, schema)
     base, wanted = nullable_rename() if recipe == "rename_nullable_column" else pair(recipe, versioning)
+    if "upsert" in modes:  # a change data capture producer upserts by the key its contract declares
+        quality = wanted.quality.model_copy(update={"unique": (("txn_id",),)})
+        base, wanted = (c.model_copy(update={"quality": quality}) for c in (base, wanted))
     old, new = renamed(base, schema), renamed(wanted, schema)
     root = plan_folder(tmp_path / "migrations", old, new)
     result = apply(engine, root, tables=[old.id], to_version=old.version)
@@ -167,9 +172,12 @@ def run_live(
     for name, *_ in writers:
         lines = (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
         written += [json.loads(line) for line in lines]
-    expected = [{c: r[field] for c, field in columns_of(new).items()} for r in written]
+    expected = [{c: r[field] for c, field in columns_of(new).items()} for r in written if not r.get(DELETED)]
     got = served(engine, new, "w")
     got_text = [{k: (str(v) if k == "txn_date" else v) for k, v in r.items()} for r in got]  # as logged
+    last: dict[str, dict[str, Any] | None] = {}  # each key's last committed change, in commit order
+    for r in written:
+        last[r["txn_id"]] = None if r.get(DELETED) else {c: r[field] for c, field in columns_of(new).items()}
     ran = [r for r in outcome.reports if r.status.value in {"succeeded", "forced"}]
     return {
         "written": len(expected),
@@ -177,6 +185,8 @@ def run_live(
         "expected": checksum(expected),
         "served": checksum(got_text),
         "retries": outcome.retries,
+        "last": {k: v for k, v in last.items() if v is not None},
+        "served_by_key": {r["txn_id"]: r for r in got_text},
         "ops": len(ran),
         "writers": outputs,
     }
@@ -233,3 +243,30 @@ def test_no_committed_row_is_lost_while_apply_runs(
     assert live["written"] > 0
     assert live["found"] == live["written"], live
     assert live["served"] == live["expected"], live
+
+
+# An upserting producer (change data capture: each MERGE inserts new keys, updates existing ones to new values
+# and deletes one), committing back to back, through a versioned cutover (its fence carries the updates and
+# deletes the old table got after the catch-up) and an in-place rename and drop. Both are exhaustive (each
+# takes minutes, a live producer through a whole migration); `make test` holds the same fence and last
+# catch-up step by step (tests/engine/test_cutover_fence.py, an update, a delete and an insert at each point).
+UPSERT_CASES = [
+    pytest.param("change_partitioning", "versioned", id="versioned", marks=EXHAUSTIVE),
+    pytest.param("rename_nullable_column", "in_place", id="rename_drop", marks=EXHAUSTIVE),
+]
+
+
+@pytest.mark.parametrize(("recipe", "versioning"), UPSERT_CASES)
+def test_an_upserting_producer_keeps_its_last_value_of_every_key(
+    connect_url: str, connect_engine: Engine, tmp_path: Path, recipe: str, versioning: str
+) -> None:
+    live = run_live(connect_engine, connect_url, tmp_path, recipe, versioning, ["upsert"], BACK_TO_BACK)
+    last, served_rows = live["last"], live["served_by_key"]
+    print(f"{recipe}/{versioning}: {len(last)} keys live after {live['written']} changes: {live['writers']}")
+    assert live["written"] > len(last) > 0
+    differing = {
+        k: (last.get(k), served_rows.get(k))
+        for k in set(last) | set(served_rows)
+        if last.get(k) != served_rows.get(k)
+    }
+    assert not differing, differing

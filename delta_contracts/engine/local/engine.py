@@ -40,6 +40,7 @@ from delta_contracts.engine.local.delta_spark import DELTA_SPARK_URL_ENV, DeltaS
 from delta_contracts.engine.local.ops import LOCAL, LOCAL_OPS, create_statement
 from delta_contracts.engine.local.rewrite import StepHook
 from delta_contracts.engine.local.routes import TableFacts
+from delta_contracts.engine.local.time_travel import without_time_travel
 from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.live import Commit, LiveTable
 from delta_contracts.paths import OutsideRootError, inside
@@ -213,7 +214,10 @@ class LocalEngine(Engine):
             self._server.stop()
 
     def sql(self, statement: str) -> list[dict[str, Any]]:
-        return [row.asDict(recursive=True) for row in self.spark.sql(_sail_arithmetic(statement)).collect()]
+        statement = without_time_travel(
+            _sail_arithmetic(statement), lambda t: str(self.location(t)), self.spark
+        )
+        return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
     def execute(self, statement: exp.Expr) -> list[dict[str, Any]]:
         return self.sql(x.sql(statement))

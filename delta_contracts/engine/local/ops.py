@@ -46,6 +46,7 @@ from delta_contracts.engine.capabilities import (
     refused,
 )
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
+from delta_contracts.engine.fence import apply_old_changes, carry_renamed_column, fence_versions
 from delta_contracts.engine.local.delta_rs import delta_type
 from delta_contracts.engine.local.delta_spark import path_table, table_features_protocol
 from delta_contracts.engine.local.rewrite import INTERNAL_PROPERTIES, TableShape
@@ -66,8 +67,9 @@ from delta_contracts.engine.local.routes import (
     writer_features_delta_rs_lacks,
 )
 from delta_contracts.engine.op_table import OpTable
-from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
-from delta_contracts.plan.catch_up import CatchUpRows
+from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, LAST_CATCH_UP_ROWS, RowMover
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
+from delta_contracts.plan.fence import fence_statement
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -193,9 +195,22 @@ def copy_on_sail(engine: LocalEngine, op: CopyRows, tag: str | None) -> OpOutcom
 
 
 def catch_up_on_sail(engine: LocalEngine, op: CatchUpRows, tag: str | None) -> OpOutcome:
-    engine.sql(render(replace(op, source=engine.local_id(op.source))))
+    local = replace(op, source=engine.local_id(op.source))
+    if op.strategy is CatchUpStrategy.INSERT_MISSING:
+        # The fence: the old table's updates and deletes since the catch-up first (`engine.fence`).
+        versions = fence_versions(engine, local, tag)
+        apply_old_changes(engine, local, versions, tag)
+        insert = fence_statement(local, source_version=versions.source, stamp_version=versions.stamp)
+        engine.sql(x.sql(insert))
+        return engine.outcome(op, "sql", "fence")
+    engine.sql(render(local))
     merged_on = op.key or op.partition_by  # a key, or the partitions strategy's partition columns
     return engine.outcome(op, "sql", f"merged on {', '.join(merged_on)}")
+
+
+def last_catch_up_on_sail(engine: LocalEngine, op: LastCatchUp, tag: str | None) -> OpOutcome:
+    carry_renamed_column(engine, op, tag)  # the old column's updates first (`engine.fence`)
+    return run_rendered(engine, op, tag)
 
 
 def view_on_sail(engine: LocalEngine, op: CreateView, tag: str | None) -> OpOutcome:
@@ -466,7 +481,7 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
             reshape=lambda op, shape: shape.with_column(op.column, nullable=True),
         ),
         Backfill: LocalOp(SAIL_WRITE, rows=BACKFILL_ROWS),
-        LastCatchUp: LocalOp(SAIL_WRITE, rows=BACKFILL_ROWS),
+        LastCatchUp: LocalOp(SAIL_WRITE, sail=last_catch_up_on_sail, rows=LAST_CATCH_UP_ROWS),
         CopyRows: LocalOp(SAIL_WRITE, sail=copy_on_sail, rows=COPY_ROWS),
         CatchUpRows: LocalOp(
             Capability(

@@ -10,21 +10,23 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine.capabilities import Capability, EngineCapabilities, How, Route
+from delta_contracts.engine.fence import apply_old_changes, carry_renamed_column, fence_versions
 from delta_contracts.engine.op_table import OpTable
-from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
+from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, LAST_CATCH_UP_ROWS, RowMover
 from delta_contracts.plan.catch_up import (
     CatchUpRows,
     CatchUpStrategy,
     change_feed_start,
-    fence_statement,
     merge_statement,
 )
+from delta_contracts.plan.fence import fence_statement
 from delta_contracts.plan.ops import (
     Backfill,
     CopyRows,
     CreateTable,
     CreateView,
     DropTable,
+    LastCatchUp,
     Op,
     RenameTable,
     SetNotNull,
@@ -46,14 +48,26 @@ def rendered(engine: SparkEngine, op: Op, attempt: int) -> str | None:
 
 def catch_up_statement(engine: SparkEngine, op: CatchUpRows, attempt: int) -> str | None:
     """A change-feed catch-up gets the source version to read changes from bound here (and has nothing to
-    run when the source has no commit since). The cutover's fence, once it lost a commit race to a producer's
-    append, reads the new table as of its current version: a blind append, which no append can fail
-    (`fence_statement`). The other strategies are their rendered MERGE."""
+    run when the source has no commit since). The cutover's fence first applies the old table's updates and
+    deletes since the catch-up (`engine.fence`, each attempt: it finds them applied the second time), then
+    inserts what the new table lacks; once it lost a commit race to a producer's append, it reads the new
+    table as of its current version: a blind append, which no append can fail (`fence_statement`). The other
+    strategies are their rendered MERGE."""
     if op.strategy is CatchUpStrategy.CHANGE_FEED:
         start = change_feed_start(engine.history(op.source), engine.history(op.table))
         return None if start is None else x.sql(merge_statement(op, start))
-    if op.strategy is CatchUpStrategy.INSERT_MISSING and attempt > 0:
-        return x.sql(fence_statement(op, engine.table_version(op.table)))
+    if op.strategy is CatchUpStrategy.INSERT_MISSING:
+        versions = fence_versions(engine, op)
+        apply_old_changes(engine, op, versions)
+        current = engine.table_version(op.table) if attempt > 0 else None
+        statement = fence_statement(op, current, source_version=versions.source, stamp_version=versions.stamp)
+        return x.sql(statement)
+    return render(op)
+
+
+def last_catch_up_statement(engine: SparkEngine, op: LastCatchUp, attempt: int) -> str | None:
+    """An in-place rename's last catch-up run whole: the old column's updates first (`engine.fence`)."""
+    carry_renamed_column(engine, op)
     return render(op)
 
 
@@ -104,7 +118,8 @@ SPARK_OPS: OpTable[SparkOp] = OpTable(
         RenameTable: SparkOp(retried_on_conflict=False, table_left=renamed_table),
         DropTable: SparkOp(commits=False),
         SetNotNull: SparkOp(oss_refusal=SET_NOT_NULL_REFUSAL),
-        Backfill: SparkOp(rows=BACKFILL_ROWS),  # LastCatchUp too: it extends Backfill
+        Backfill: SparkOp(rows=BACKFILL_ROWS),
+        LastCatchUp: SparkOp(rows=LAST_CATCH_UP_ROWS, statement=last_catch_up_statement),
         CopyRows: SparkOp(rows=COPY_ROWS),
         CatchUpRows: SparkOp(statement=catch_up_statement, holds_producers=not_the_fence),
     },

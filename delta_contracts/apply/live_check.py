@@ -1,0 +1,47 @@
+"""What a versioned copy would leave behind: read from the live table before a versioned migration runs.
+
+A versioned migration copies the columns of the contract into a new table and, in its contract phase, drops
+the old one. A column a producer added outside the contract (a `mergeSchema` append) or a CHECK added by hand
+is on the live table only: the copy would not carry it, and the drop would take it with its values. So before
+the first op of such a migration `apply` compares the table the copy reads with the contract it was planned
+from, as `drift` does, and refuses (exit 2) while the table has a column or a CHECK that contract lacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from delta_contracts.contract.model import Contract
+from delta_contracts.engine.base import Engine
+from delta_contracts.plan.catch_up import CatchUpRows
+from delta_contracts.plan.migrations import StoredMigration
+from delta_contracts.plan.ops import CopyRows, Op
+from delta_contracts.tables.drift import table_drift
+
+LEFT_BEHIND = {"extra-column": "column", "check-extra": "CHECK"}
+
+
+def left_behind_by_copy(
+    engine: Engine, stored: StoredMigration, previous: Contract | None, todo: Sequence[Op]
+) -> str | None:
+    """Why the versioned copy of `stored` would lose what its source table has beyond `previous` (the
+    contract the table is at), or None. Only while a copy or catch-up of it is still to run."""
+    moves = [op for op in todo if isinstance(op, CopyRows | CatchUpRows)]
+    if previous is None or not moves:
+        return None
+    source = moves[0].source
+    live = engine.describe(source, with_version=False)
+    if live is None:
+        return None
+    extra = [i for i in table_drift(previous, live, source) if i.kind in LEFT_BEHIND and i.is_drift]
+    if not extra:
+        return None
+    what = "; ".join(
+        f"{LEFT_BEHIND[i.kind]} {i.subject}" + (f" ({i.actual})" if i.actual else "") for i in extra
+    )
+    return (
+        f"{source} has what contract {previous.id} {previous.version} does not declare: {what}. "
+        f"Migration {stored.migration_id} copies only the contract's columns and rules into "
+        f"{moves[0].table} and then drops {source}, so it would be lost with its values. Add it to the "
+        f"contract (a new version, planned again), or drop it from {source} first; then apply again"
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -129,7 +129,9 @@ def extract_distinct(
     counts = [int(n) for n in table.column("n").to_pylist()]
     del table, texts, known
     targets = Targets.of(watched.objects, watched.catalog.schemas, watched.locations)
-    context = Context(watched.catalog, targets, all_columns)
+    # A path read (``delta.`/p` ``) of a watched table's location reads that table's columns.
+    catalog = replace(watched.catalog, locations={**targets.locations, **watched.catalog.locations})
+    context = Context(catalog, targets, all_columns)
     with Extractor(context) as extractor:
         answers = _answer_all(extractor, jobs, progress)
     if fallback_parser is not None:

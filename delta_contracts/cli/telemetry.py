@@ -137,7 +137,8 @@ def collect_command(
             print(
                 f"{spec.name}: {result.statements} statement(s), {result.unparsed} unparsed"
                 f"{f' ({kinds})' if kinds else ''}, "
-                f"{result.appended} reader row(s) added; watermark {mark}"
+                f"{result.appended} reader row(s) added"
+                f"{f' ({result.possible} possible)' if result.possible else ''}; watermark {mark}"
             )
     raise typer.Exit(EXIT_OK)
 

@@ -91,8 +91,9 @@ def test_a_column_mapped_table_read_by_path_only(
     )
     spark = local_engine.spark  # type: ignore[attr-defined]
     spec = parse_source(f"eventlog:{event_logs / 'logs'}")
-    collect(spark, read_source(spark, spec), spec.name, watched, tmp_path)
+    result = collect(spark, read_source(spark, spec), spec.name, watched, tmp_path)
     rows = [r for r in read_rows(tmp_path) if r["client"] == "spark:reader-zstd"]
+    assert result.possible == len([r for r in read_rows(tmp_path) if r["kind"] == "possible"]) > 0
     kinds: dict[str, set[str]] = {}
     for row in rows:
         kinds.setdefault(str(row["object"]), set()).add(str(row["kind"]))

@@ -315,7 +315,8 @@ def _unescape(text: str) -> str:
 
 
 def _statements(app: _App) -> Iterator[Statement]:
-    merged: dict[str, tuple[set[str], set[str]]] = {}  # Connect job tag -> (reads, writes) of its executions
+    # Connect job tag -> (reads, writes, columns read) of its executions
+    merged: dict[str, tuple[set[str], set[str], set[str]]] = {}
     for root, node in sorted(app.executions.items()):
         writes = _fullest({_named(app, w) for w in node.writes})
         reads = {_named(app, r) for r in node.reads}
@@ -326,8 +327,9 @@ def _statements(app: _App) -> Iterator[Statement]:
         columns = {f"{_named(app, t)}.{c}" for t, c in found if not _written(_named(app, t), writes)}
         operation = next((t for t in node.tags if t in app.connect), None)
         if operation is not None:  # the executions of a Connect operation belong to that operation
-            op_reads, op_writes = merged.setdefault(operation, (set(), set()))
+            op_reads, op_writes, op_columns = merged.setdefault(operation, (set(), set(), set()))
             op_reads.update(reads)
+            op_columns.update(columns)
             op_writes.update(writes)
             continue
         description = node.description or ""
@@ -345,7 +347,7 @@ def _statements(app: _App) -> Iterator[Statement]:
             tables_written=tuple(sorted(writes)),
         )
     for tag, op in app.connect.items():
-        plan_reads, plan_writes = merged.get(tag, (set(), set()))
+        plan_reads, plan_writes, plan_columns = merged.get(tag, (set(), set(), set()))
         # Delta's internal executions of a write (its snapshot, file skipping) scan the target: no reader.
         known = (set(op.tables_read or ()) | plan_reads) - plan_writes
         yield Statement(
@@ -355,6 +357,7 @@ def _statements(app: _App) -> Iterator[Statement]:
             client=op.client,
             text=op.text,
             tables_read=tuple(sorted(known)),
+            columns_read=tuple(sorted(plan_columns)),
             tables_written=tuple(sorted(plan_writes)),
         )
 

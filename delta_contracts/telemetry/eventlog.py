@@ -319,12 +319,15 @@ def _statements(app: _App) -> Iterator[Statement]:
     merged: dict[str, tuple[set[str], set[str], set[str]]] = {}
     for root, node in sorted(app.executions.items()):
         writes = _fullest({_named(app, w) for w in node.writes})
-        reads = {_named(app, r) for r in node.reads}
-        reads |= {_named(app, p) for p in node.state - node.reads if not _is_target_location(p, writes)}
+        scanned = {_named(app, r) for r in node.reads}
+        # Tables whose Delta log alone was read: `max(col)` or `count()` answered from its statistics
+        # names no column, so which columns were read is unknown (`<table>.*`).
+        from_log = {_named(app, p) for p in node.state if not _is_target_location(p, writes)} - scanned
         # A write reads its own target (its log, the rows a MERGE or UPDATE rewrites): that is no reader.
-        reads = {r for r in reads if not _written(r, writes)}
+        reads = {r for r in scanned | from_log if not _written(r, writes)}
         found = node.columns | {(t, _logical(where, c, node.time)) for t, c, where in node.physical}
         columns = {f"{_named(app, t)}.{c}" for t, c in found if not _written(_named(app, t), writes)}
+        columns |= {f"{t}.{SOME_COLUMNS}" for t in from_log & reads}
         operation = next((t for t in node.tags if t in app.connect), None)
         if operation is not None:  # the executions of a Connect operation belong to that operation
             op_reads, op_writes, op_columns = merged.setdefault(operation, (set(), set(), set()))

@@ -63,8 +63,10 @@ def possible_reads(
     tables_read: Iterable[str], columns_read: Iterable[str], targets: Targets, found: Iterable[str] = ()
 ) -> list[str]:
     """The watched columns a statement may have read: it reads their table, but which columns is unknown
-    (no column of that table known, or `<table>.*`: a path read of an unknown table, a plan answered from
-    the Delta log's statistics, a lineage row). Never none: a gate must stay shut on it."""
+    (`<table>.*`: a plan answered from the Delta log's statistics, a physical column name the table's log
+    cannot map; or no column known at all: a table-lineage row, a statement whose columns could not be
+    resolved). Never none: a gate must stay shut on it. A statement that knows some columns and reads a
+    table only under a view whose columns it knows (the alias view) read those."""
     seen = set(found)
     reads = [_resolve(t, targets.locations).split(".") for t in tables_read]
     owners: list[tuple[list[str], bool]] = []  # (table, whether its columns are unknown)
@@ -77,8 +79,7 @@ def possible_reads(
         parts = table.split(".")
         if obj in seen or not any(names_match(parts, r) for r in reads + [o for o, _ in owners]):
             continue
-        mine = [unknown for owner, unknown in owners if names_match(parts, owner)]
-        if not mine or any(mine):
+        if not owners or any(unknown for owner, unknown in owners if names_match(parts, owner)):
             out.append(obj)
     return out
 

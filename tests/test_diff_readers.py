@@ -170,7 +170,10 @@ def test_a_watched_object_nobody_read_and_a_log_that_starts_late(pull_request: P
     code, out = _diff("--warehouse", str(warehouse), "--format", "markdown")
     assert code == 0, out
     orders = _entry(out, "sales.orders.amount")
-    assert "**No reads recorded** in the window." in orders
+    # The same wording as `telemetry report` and the gate: no "no readers" where the log cannot know.
+    started = f"{NOW - timedelta(days=5):%Y-%m-%d %H:%M} UTC"
+    assert f"**No reads recorded; readers unknown before {started}.**" in orders
+    assert "- source query-history:" in out and f"statements from {started}" in out
     assert "after the window's start" in orders and "earlier reads are unknown" in orders
     assert "old-job" not in orders
 

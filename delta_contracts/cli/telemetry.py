@@ -137,7 +137,8 @@ def collect_command(
             print(
                 f"{spec.name}: {result.statements} statement(s), {result.unparsed} unparsed"
                 f"{f' ({kinds})' if kinds else ''}, "
-                f"{result.appended} reader row(s) added; watermark {mark}"
+                f"{result.appended} reader row(s) added"
+                f"{f' ({result.possible} possible)' if result.possible else ''}; watermark {mark}"
             )
     raise typer.Exit(EXIT_OK)
 
@@ -206,8 +207,10 @@ def report_command(
     warehouse: WarehouseOption = None,
     env: EnvOption = None,
 ) -> None:
-    """Readers per deprecated object from the readers log; readers not among the contract's consumers."""
-    from delta_contracts.telemetry.log import read_rows
+    """Readers per deprecated object from the readers log; readers not among the contract's consumers;
+    each source's coverage of the window (`--since`, else the longest `reader_lookback` of the contracts)."""
+    from delta_contracts.telemetry.coverage import coverage
+    from delta_contracts.telemetry.log import read_rows, retirements, watermarks
     from delta_contracts.telemetry.names import Names
     from delta_contracts.telemetry.objects import unmarked_in_ledger, watched
     from delta_contracts.telemetry.report import (
@@ -234,7 +237,10 @@ def report_command(
     )
     logged = sorted({str(r["object"]) for r in rows} - set(deprecated))
     wanted = deprecated if objects else [*deprecated, *logged]
-    reports = build_report(rows, wanted, consumers, _since(since))
+    now = datetime.now(UTC)
+    start = _since(since) or now - _longest_lookback(loaded)
+    covered = coverage(watermarks(state), start, now - _freshness(), retirements(state))
+    reports = build_report(rows, wanted, consumers, _since(since), covered)
     renderers = {
         ReportFormat.TEXT: render_text,
         ReportFormat.JSON: render_json,
@@ -322,6 +328,21 @@ def _watched(engine: Engine, contracts: list[Contract], objects: list[str] | Non
     from delta_contracts.telemetry.objects import watched_on
 
     return watched_on(engine, contracts, objects or ())
+
+
+def _longest_lookback(contracts: list[Contract]) -> timedelta:
+    """The window a drop's gate asks about: the contracts' longest `reader_lookback` (the default without
+    contracts)."""
+    from delta_contracts.contract.model import Evolution, duration
+
+    lookbacks = [c.evolution.reader_lookback for c in contracts] or [Evolution().reader_lookback]
+    return max(duration(lookback) for lookback in lookbacks)
+
+
+def _freshness() -> timedelta:
+    from delta_contracts.contract.model import duration
+
+    return duration(_project().project.telemetry.freshness)
 
 
 def _since(text: str | None) -> datetime | None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
     from delta_contracts.state.ledger import LedgerEntry
     from delta_contracts.tables.drift import DriftItem
+    from delta_contracts.telemetry.coverage import Coverage
     from delta_contracts.telemetry.report import ObjectReport
 
 APPLIED, PENDING, WAITING, FAILED, NOT_NEEDED, UNKNOWN = (
@@ -136,7 +137,7 @@ def gather(
                 migrations,
                 error,
                 _deprecations(loaded, entries, project, names),
-                _readers(loaded, rows, names),
+                _readers(loaded, rows, names, _coverage(project, loaded, state_dir, now)),
                 drift,
                 live,
                 recorded.get(contract.id.casefold()),
@@ -318,7 +319,20 @@ def _mark_times(
     return out
 
 
-def _readers(loaded: LoadedContract, rows: list[dict[str, object]], names: NameMapping) -> list[ObjectReport]:
+def _coverage(project: LoadedProject, loaded: LoadedContract, state_dir: Path, now: datetime) -> Coverage:
+    """The readers log's coverage of the contract's `reader_lookback` (the window its drops' gates ask)."""
+    from delta_contracts.contract.model import duration
+    from delta_contracts.telemetry.coverage import coverage
+    from delta_contracts.telemetry.log import retirements, watermarks
+
+    since = now - duration(loaded.contract.evolution.reader_lookback)
+    fresh_from = now - duration(project.project.telemetry.freshness)
+    return coverage(watermarks(state_dir), since, fresh_from, retirements(state_dir))
+
+
+def _readers(
+    loaded: LoadedContract, rows: list[dict[str, object]], names: NameMapping, covered: Coverage
+) -> list[ObjectReport]:
     """Readers per deprecated object of this table over time: every logged name of the table (its
     physical versions too) and every object the contract deprecates."""
     import re
@@ -336,7 +350,7 @@ def _readers(loaded: LoadedContract, rows: list[dict[str, object]], names: NameM
         return []
     consumers = tuple(c.name for c in contract.consumers)
     relevant = [r for r in rows if mine.match(str(r["object"]))]
-    return build_report(relevant, objects, dict.fromkeys(objects, consumers))
+    return build_report(relevant, objects, dict.fromkeys(objects, consumers), coverage=covered)
 
 
 def _live(

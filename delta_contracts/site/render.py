@@ -353,11 +353,18 @@ def _readers(page: TablePage) -> str:
     if not page.readers:
         return '<p class="muted">No telemetry for this table: the readers log holds no read of it.</p>'
     parts = []
+    shared = next((r.coverage for r in page.readers if r.coverage is not None), None)
+    if shared is not None:
+        parts.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in shared.lines()) + "</ul>")
     for report in page.readers:
         parts.append(f"<h3><code>{escape(report.name)}</code></h3>")
         if not report.readers:
-            parts.append('<p class="muted">No reads recorded.</p>')
+            text = report.no_readers
+            klass = "unknown-reader" if report.gap else "muted"
+            parts.append(f'<p class="{klass}">{escape(text[:1].upper() + text[1:])}.</p>')
             continue
+        if report.gap:
+            parts.append(f'<p class="unknown-reader">{escape(report.gap[:1].upper() + report.gap[1:])}.</p>')
         parts.append(_chart(report))
         rows = [
             [

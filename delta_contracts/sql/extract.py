@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from delta_contracts.sql.rewrite import Chunk
 
 from delta_contracts.sql.dialect import DIALECT
-from delta_contracts.sql.names import PATH_FORMATS, is_cte_reference, names_match, table_name
+from delta_contracts.sql.names import PATH_FORMATS, is_cte_reference, names_match, path_of, table_name
 
 __all__ = [
     "PATH_FORMATS",
@@ -80,6 +80,9 @@ class Catalog:
 
     views: Mapping[str, str] = field(default_factory=dict)  # dotted lower-case name -> view SQL
     schemas: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # dotted name -> column names
+    # canonical storage path (`names.canonical_path`) -> dotted name: a path read (``delta.`/p` ``) of a table
+    # whose location is known reads that table's columns
+    locations: Mapping[str, str] = field(default_factory=dict)
 
     def view(self, name: str) -> str | None:
         return _by_suffix(self.views, name)
@@ -88,7 +91,12 @@ class Catalog:
         return _by_suffix(self.schemas, name)
 
     def schema_name(self, name: str) -> str | None:
-        """The catalog's own name for a table written `name` (unique suffix match), or None."""
+        """The catalog's own name for a table written `name` (unique suffix match, or its location for a path
+        read), or None."""
+        path = path_of(name)
+        if path is not None:
+            table = self.locations.get(path)
+            return None if table is None else _key_by_suffix(self.schemas, table)
         return _key_by_suffix(self.schemas, name)
 
     def with_views(self, views: Mapping[str, str | None]) -> Catalog:
@@ -99,7 +107,7 @@ class Catalog:
                 merged.pop(name, None)
             else:
                 merged[name] = sql
-        return Catalog(merged, self.schemas)
+        return Catalog(merged, self.schemas, self.locations)
 
 
 def extract(
@@ -227,7 +235,7 @@ class _Accumulator:
         self.by_fallback = False
 
     def local(self) -> Catalog:
-        return Catalog(self.views, self.catalog.schemas)
+        return Catalog(self.views, self.catalog.schemas, self.catalog.locations)
 
     def add_tree(self, statement: exp.Expr, dialect: str) -> None:
         local = self.local()

@@ -13,6 +13,34 @@ if TYPE_CHECKING:
 PATH_FORMATS = frozenset({"delta", "parquet", "json", "csv", "orc", "avro", "text", "binaryfile"})
 
 
+def canonical_path(location: str) -> str:
+    """One spelling per storage location: `file:` dropped, a run of leading slashes one, no trailing slash
+    (`file:///tmp/x`, `file:/tmp/x`, `///tmp/x/` and `/tmp/x` are one table); another scheme
+    (`s3://bucket/key`) is kept. Compare with `path_key`."""
+    text = location.strip()
+    if text[:5].casefold() == "file:":
+        text = text[5:]
+    if text.startswith("/"):
+        text = "/" + text.lstrip("/")
+    return text.rstrip("/") or text
+
+
+def path_key(location: str) -> str:
+    """A location as a lookup key: canonical, case-folded (names in a history come case-folded)."""
+    return canonical_path(location).casefold()
+
+
+def path_of(name: str) -> str | None:
+    """The lookup key (`path_key`) of the storage path a table name reads, for a path read (``delta.`/p` ``
+    or a bare path), else None."""
+    head, sep, rest = name.partition(".`")
+    if sep and rest.endswith("`") and head.casefold() in PATH_FORMATS:
+        return path_key(rest[:-1])
+    if name.startswith("/") or "://" in name or name[:5].casefold() == "file:":
+        return path_key(name)
+    return None
+
+
 def table_name(table: exp.Table) -> str | None:
     """The dotted name of a table reference, or None for what is not a named table (functions, ...)."""
     from sqlglot import exp

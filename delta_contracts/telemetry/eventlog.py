@@ -17,6 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from delta_contracts.sql.extract import names_match
+from delta_contracts.sql.names import canonical_path
+from delta_contracts.telemetry.delta_schema import is_physical, logical_name
+from delta_contracts.telemetry.matching import SOME_COLUMNS
 from delta_contracts.telemetry.statement import Statement
 
 SQL_START = "org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart"
@@ -61,6 +64,9 @@ class _Execution:
     description: str | None = None
     reads: set[str] = field(default_factory=set)
     columns: set[tuple[str, str]] = field(default_factory=set)  # (table name or path, column)
+    # (table name or path, physical column `col-<uuid>`, the table's location): a column-mapped table's
+    # columns as its files name them, mapped back to their logical names at the statement's time
+    physical: set[tuple[str, str, str]] = field(default_factory=set)
     writes: set[str] = field(default_factory=set)
     tags: set[str] = field(default_factory=set)
     # Locations whose Delta log alone was read (a snapshot, file skipping): for a write, its own target.
@@ -253,7 +259,11 @@ def _read_plan(app: _App, node: _Execution, plan: str) -> None:
                 if scan.group(1):
                     app.paths.update(dict.fromkeys(locations, name))
                 for schema in _READ_SCHEMA.findall(body):
-                    node.columns |= {(name, c) for c in _top_level_fields(schema)}
+                    for column in _top_level_fields(schema):
+                        if is_physical(column):
+                            node.physical.add((name, column, locations[0] if locations else ""))
+                        else:
+                            node.columns.add((name, column))
         for path in _STATE_SCAN.findall(title + "\n" + body):
             node.state.add(_path(path))
 
@@ -275,7 +285,7 @@ def _top_level_fields(schema: str) -> list[str]:
 
 
 def _path(location: str) -> str:
-    return location.strip().removeprefix("file:").rstrip("/")
+    return canonical_path(location)
 
 
 def _take_connect(app: _App, event: dict[str, object]) -> None:
@@ -305,18 +315,24 @@ def _unescape(text: str) -> str:
 
 
 def _statements(app: _App) -> Iterator[Statement]:
-    merged: dict[str, tuple[set[str], set[str]]] = {}  # Connect job tag -> (reads, writes) of its executions
+    # Connect job tag -> (reads, writes, columns read) of its executions
+    merged: dict[str, tuple[set[str], set[str], set[str]]] = {}
     for root, node in sorted(app.executions.items()):
         writes = _fullest({_named(app, w) for w in node.writes})
-        reads = {_named(app, r) for r in node.reads}
-        reads |= {_named(app, p) for p in node.state - node.reads if not _is_target_location(p, writes)}
+        scanned = {_named(app, r) for r in node.reads}
+        # Tables whose Delta log alone was read: `max(col)` or `count()` answered from its statistics
+        # names no column, so which columns were read is unknown (`<table>.*`).
+        from_log = {_named(app, p) for p in node.state if not _is_target_location(p, writes)} - scanned
         # A write reads its own target (its log, the rows a MERGE or UPDATE rewrites): that is no reader.
-        reads = {r for r in reads if not _written(r, writes)}
-        columns = {f"{_named(app, t)}.{c}" for t, c in node.columns if not _written(_named(app, t), writes)}
+        reads = {r for r in scanned | from_log if not _written(r, writes)}
+        found = node.columns | {(t, _logical(where, c, node.time)) for t, c, where in node.physical}
+        columns = {f"{_named(app, t)}.{c}" for t, c in found if not _written(_named(app, t), writes)}
+        columns |= {f"{t}.{SOME_COLUMNS}" for t in from_log & reads}
         operation = next((t for t in node.tags if t in app.connect), None)
         if operation is not None:  # the executions of a Connect operation belong to that operation
-            op_reads, op_writes = merged.setdefault(operation, (set(), set()))
+            op_reads, op_writes, op_columns = merged.setdefault(operation, (set(), set(), set()))
             op_reads.update(reads)
+            op_columns.update(columns)
             op_writes.update(writes)
             continue
         description = node.description or ""
@@ -334,7 +350,7 @@ def _statements(app: _App) -> Iterator[Statement]:
             tables_written=tuple(sorted(writes)),
         )
     for tag, op in app.connect.items():
-        plan_reads, plan_writes = merged.get(tag, (set(), set()))
+        plan_reads, plan_writes, plan_columns = merged.get(tag, (set(), set(), set()))
         # Delta's internal executions of a write (its snapshot, file skipping) scan the target: no reader.
         known = (set(op.tables_read or ()) | plan_reads) - plan_writes
         yield Statement(
@@ -344,6 +360,7 @@ def _statements(app: _App) -> Iterator[Statement]:
             client=op.client,
             text=op.text,
             tables_read=tuple(sorted(known)),
+            columns_read=tuple(sorted(plan_columns)),
             tables_written=tuple(sorted(plan_writes)),
         )
 
@@ -375,6 +392,12 @@ def _named(app: _App, table: str) -> str:
     if "/" not in table:
         return table
     return app.paths.get(table, f"delta.`{table}`")
+
+
+def _logical(location: str, physical: str, at: int | None) -> str:
+    """A physical column's logical name then; unknown (`*`: which columns is not known) when the table's log
+    cannot say, which makes the read a possible read of every watched column of the table."""
+    return (logical_name(location, physical, at) if location else None) or SOME_COLUMNS
 
 
 def _time(millis: int | None) -> datetime | None:

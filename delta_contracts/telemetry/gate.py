@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from delta_contracts.telemetry.log import Retirement, retirements
+from delta_contracts.telemetry.coverage import coverage
+from delta_contracts.telemetry.log import retirements, watermarks
 from delta_contracts.telemetry.names import Names
 from delta_contracts.telemetry.store import read_delta, readers_path, sources_path
 
@@ -64,7 +65,7 @@ def readers_gate(
             {},
         )
     retired = retirements(state_dir)
-    reasons = _coverage_problems(sources.to_pylist(), since, now - freshness, retired)
+    reasons = list(coverage(watermarks(state_dir), since, now - freshness, retired).problems)
     log = read_delta(readers_path(state_dir))
     if log is None:
         reasons.append(f"no readers log at {readers_path(state_dir)}")
@@ -104,47 +105,3 @@ def _canonical_objects(asked: Sequence[str], names: Names, now: datetime) -> tup
                 wanted.append(name)
                 shown[name] = label
     return wanted, shown
-
-
-def _coverage_problems(
-    sources: list[dict[str, object]],
-    since: datetime,
-    fresh_from: datetime,
-    retired: Mapping[str, Retirement] | None = None,
-) -> list[str]:
-    latest: dict[str, dict[str, object]] = {}
-    for row in sources:  # one row per collection; the newest per source counts
-        name = str(row["source"])
-        if name not in latest or _time(row, "collected_at") >= _time(latest[name], "collected_at"):
-            latest[name] = row
-    retired = retired or {}
-    # A source retired after its last collection no longer has to cover anything; collected again, it counts.
-    active = {n: r for n, r in latest.items() if n not in retired or retired[n].at < _time(r, "collected_at")}
-    if latest and not active:
-        return [
-            "every telemetry source is retired: nothing covers the window "
-            f"(retired: {', '.join(sorted(latest))}); collect a source that sees the reads"
-        ]
-    problems = []
-    for name, row in sorted(active.items()):
-        watermark, start = row["watermark"], row.get("covered_from")
-        if not isinstance(watermark, datetime):
-            problems.append(f"source {name} delivered no statement yet: the log covers nothing")
-            continue
-        if watermark < fresh_from:
-            problems.append(
-                f"stale readers log: source {name} was collected up to {watermark:%Y-%m-%d %H:%M} UTC, "
-                f"before {fresh_from:%Y-%m-%d %H:%M} UTC (telemetry.freshness): reads since are unknown"
-            )
-        if not isinstance(start, datetime) or start > since:
-            began = f"{start:%Y-%m-%d %H:%M} UTC" if isinstance(start, datetime) else "an unknown time"
-            problems.append(
-                f"source {name} starts at {began}, after the window's start {since:%Y-%m-%d %H:%M} UTC: "
-                "earlier reads are unknown"
-            )
-    return problems
-
-
-def _time(row: Mapping[str, object], key: str) -> datetime:
-    value = row.get(key)
-    return value if isinstance(value, datetime) else datetime.min.replace(tzinfo=UTC)

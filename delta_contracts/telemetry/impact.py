@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.diff.affected import Affected, affected_objects
+from delta_contracts.telemetry.coverage import Coverage, coverage
 from delta_contracts.telemetry.gate import DEFAULT_FRESHNESS
 from delta_contracts.telemetry.log import Watermark
 from delta_contracts.telemetry.report import Reader, build_report
@@ -58,6 +59,14 @@ class ObjectReaders:
     lookback: str  # the contract's reader_lookback (ISO-8601)
     declared: tuple[str, ...]  # the contract's consumers
     notes: tuple[str, ...]  # what the telemetry cannot say (a source starting late, a stale log, …)
+    coverage: Coverage | None = None  # the sources' coverage of the window
+
+    @property
+    def unread(self) -> str:
+        """The sentence for no reads: "no readers" only when every source covers the window."""
+        if self.coverage is None:
+            return "no reads recorded in the window"
+        return self.coverage.no_readers()
 
     @property
     def name(self) -> str:
@@ -94,6 +103,8 @@ class ObjectReaders:
                 for r in self.readers
             ],
             "notes": list(self.notes),
+            "verdict": self.unread if self.status == UNREAD else None,
+            "coverage": self.coverage.to_json() if self.coverage is not None else None,
         }
 
 
@@ -148,7 +159,17 @@ def readers_of_changes(
             what = "column" if affected.column is not None and table_known else "table"
             notes = _notes(status, affected, telemetry, since, now - freshness, watched, what)
             out.append(
-                ObjectReaders(affected, status, report.readers, read_as, since, lookback, consumers, notes)
+                ObjectReaders(
+                    affected,
+                    status,
+                    report.readers,
+                    read_as,
+                    since,
+                    lookback,
+                    consumers,
+                    notes,
+                    coverage(telemetry.marks, since, now - freshness),
+                )
             )
     return out
 
@@ -191,21 +212,7 @@ def _notes(
             f"{affected.object} was not deprecated before this change, and the readers log records reads of "
             "deprecated objects only: readers it did not watch are missing (--source reads them all)"
         )
-    for name, mark in sorted(telemetry.marks.items()):
-        if mark.watermark is None:
-            notes.append(f"source {name} delivered no statement: it says nothing about reads")
-            continue
-        if mark.covered_from is None or mark.covered_from > since:
-            began = f"{mark.covered_from:%Y-%m-%d %H:%M} UTC" if mark.covered_from else "an unknown time"
-            notes.append(
-                f"source {name} starts at {began}, after the window's start "
-                f"{since:%Y-%m-%d %H:%M} UTC: earlier reads are unknown"
-            )
-        if mark.watermark < fresh_from:
-            notes.append(
-                f"source {name} was collected up to {mark.watermark:%Y-%m-%d %H:%M} UTC: later reads "
-                "are unknown"
-            )
+    notes.extend(coverage(telemetry.marks, since, fresh_from).problems)
     return tuple(notes)
 
 

@@ -39,6 +39,7 @@ def render_text(items: Sequence[ObjectReaders], telemetry: Telemetry) -> str:
     if not items:
         return f"{TITLE}: no change removes, renames, retypes, tightens or deprecates anything read."
     lines = ["", f"{TITLE} ({_source_line(telemetry)}):"]
+    lines += [f"  {line}" for line in _coverage_lines(items)]
     for item in items:
         lines.append(f"{item.name} [{_changes(item)}] ({_window(item)}):")
         if item.status == READ:
@@ -49,9 +50,15 @@ def render_text(items: Sequence[ObjectReaders], telemetry: Telemetry) -> str:
             if item.read_as != (item.name,):
                 lines.append(f"  read as {', '.join(item.read_as)}")
         elif item.status == UNREAD:
-            lines.append("  no reads recorded in the window")
+            lines.append(f"  {item.unread}")
         lines.extend(f"  {note}" for note in item.notes)
     return "\n".join(lines)
+
+
+def _coverage_lines(items: Sequence[ObjectReaders]) -> list[str]:
+    """Each source's span (the same for every object: one log)."""
+    shared = next((i.coverage for i in items if i.coverage is not None), None)
+    return [f"source {s.line()}" for s in shared.sources] if shared is not None else []
 
 
 def _cell(text: str) -> str:
@@ -76,6 +83,9 @@ def render_markdown(items: Sequence[ObjectReaders], telemetry: Telemetry) -> str
         lines.append("No change removes, renames, retypes, tightens or deprecates an object.")
         return "\n".join(lines)
     lines.append(f"Reads within each contract's `reader_lookback`, {_cell(_source_line(telemetry))}.")
+    covered = _coverage_lines(items)
+    if covered:
+        lines += ["", *(f"- {_cell(line)}" for line in covered)]
     for item in items:
         lines += ["", f"### `{_cell(item.name)}`", "", _cell(_changes(item)) + f" ({_window(item)})", ""]
         if item.status == READ:
@@ -95,7 +105,7 @@ def render_markdown(items: Sequence[ObjectReaders], telemetry: Telemetry) -> str
             if item.read_as != (item.name,):
                 lines += ["Read as " + ", ".join(f"`{_cell(n)}`" for n in item.read_as) + ".", ""]
         elif item.status == UNREAD:
-            lines += ["**No reads recorded** in the window.", ""]
+            lines += [f"**{_cell(item.unread[:1].upper() + item.unread[1:])}.**", ""]
         notes = list(item.notes)
         if item.status == UNKNOWN and notes:
             head, _, why = notes.pop(0).partition(": ")

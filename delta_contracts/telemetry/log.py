@@ -69,11 +69,18 @@ def append_readers(
 ) -> int:
     """Append the rows not logged yet, each under the canonical name of what it read at its statement's
     time (`names`: by default the history of the ledger beside the log); returns how many were appended."""
+    return len(append_reader_rows(state_dir, rows, collected_at, names))
+
+
+def append_reader_rows(
+    state_dir: Path, rows: Sequence[ReaderRow], collected_at: datetime, names: Names | None = None
+) -> list[ReaderRow]:
+    """`append_readers`, returning the rows appended (as logged: under their canonical names)."""
     import pyarrow as pa
     from deltalake import write_deltalake
 
     if not rows:
-        return 0
+        return []
     rows = canonical_rows(rows, Names.load(state_dir) if names is None else names)
     seen: set[tuple[str, str, str, str]] = set()
     for source in {r.source for r in rows}:
@@ -84,7 +91,7 @@ def append_readers(
             seen.add(row.key)
             fresh.append(row)
     if not fresh:
-        return 0
+        return []
     data = pa.Table.from_pylist(
         [
             {
@@ -105,7 +112,7 @@ def append_readers(
     state_dir.mkdir(parents=True, exist_ok=True)
     # "merge": a log written before a column was added gains it (null in its older rows).
     write_deltalake(str(readers_path(state_dir)), data, mode="append", schema_mode="merge")
-    return len(fresh)
+    return fresh
 
 
 def canonical_rows(rows: Sequence[ReaderRow], names: Names) -> list[ReaderRow]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from delta_contracts.sql.extract import Catalog
+from delta_contracts.sql.names import path_key
 from delta_contracts.telemetry.names import Names
 
 if TYPE_CHECKING:
@@ -165,10 +166,8 @@ def watched(
                 followers.extend(v for v in history.via(obj) if v not in deprecated)
             for other in history.via(obj):
                 consumers.setdefault(other, consumers.get(obj, ()))
-    catalog = Catalog({k.casefold(): v for k, v in (views or {}).items()}, schemas)
-    locations = {
-        t.location.removeprefix("file:").rstrip("/"): name.casefold() for name, t in (live or {}).items()
-    }
+    locations = {path_key(t.location): name.casefold() for name, t in (live or {}).items() if t.location}
+    catalog = Catalog({k.casefold(): v for k, v in (views or {}).items()}, schemas, locations)
     via = list(dict.fromkeys(via))
     objects = list(dict.fromkeys([*objects, *via]))
     return Watched(tuple(objects), consumers, catalog, locations, tuple(via), tuple(dict.fromkeys(followers)))

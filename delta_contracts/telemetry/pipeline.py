@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,13 @@ from delta_contracts.sql import expressions as x
 from delta_contracts.sql.extract import FallbackParser, names_match
 from delta_contracts.sql.history import ViewHistory
 from delta_contracts.telemetry import workers
-from delta_contracts.telemetry.log import ReaderRow, Watermark, append_readers, record_watermark, watermarks
+from delta_contracts.telemetry.log import (
+    ReaderRow,
+    Watermark,
+    append_reader_rows,
+    record_watermark,
+    watermarks,
+)
 from delta_contracts.telemetry.matching import Targets
 from delta_contracts.telemetry.objects import Watched
 from delta_contracts.telemetry.store import STATEMENT_CHARS
@@ -50,6 +56,9 @@ class Collected:
     watermark: datetime | None
     errors: Mapping[str, int] = field(default_factory=dict)  # error kind -> statements
     distinct: int = 0  # distinct texts extracted
+    # of `appended`, the possible readers: a text naming the object that did not parse, or a read tied to a
+    # table but not to its columns (a possible read of each of its deprecated columns)
+    possible: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +138,9 @@ def extract_distinct(
     counts = [int(n) for n in table.column("n").to_pylist()]
     del table, texts, known
     targets = Targets.of(watched.objects, watched.catalog.schemas, watched.locations)
-    context = Context(watched.catalog, targets, all_columns)
+    # A path read (``delta.`/p` ``) of a watched table's location reads that table's columns.
+    catalog = replace(watched.catalog, locations={**targets.locations, **watched.catalog.locations})
+    context = Context(catalog, targets, all_columns)
     with Extractor(context) as extractor:
         answers = _answer_all(extractor, jobs, progress)
     if fallback_parser is not None:
@@ -297,7 +308,8 @@ def collect(
     # live one: logged, it would count against that table once a later cutover deprecates it.
     followers = set(watched.followers)
     rows = [r for r in _reader_rows(spark, statements, distinct, source) if r.object not in followers]
-    appended = append_readers(state_dir, rows, now)
+    logged = append_reader_rows(state_dir, rows, now)
+    appended = len(logged)
     errors = distinct.errors()
     unparsed = sum(errors.values())
     mark = Watermark(
@@ -310,7 +322,10 @@ def collect(
     )
     record_watermark(state_dir, mark)
     progress("logged", 1, 1)
-    return Collected(source, total, unparsed, appended, mark.watermark, dict(errors), len(distinct.keys))
+    possible = sum(1 for r in logged if r.kind == "possible")
+    return Collected(
+        source, total, unparsed, appended, mark.watermark, dict(errors), len(distinct.keys), possible
+    )
 
 
 def _reader_rows(spark: Any, statements: Any, distinct: Distinct, source: str) -> list[ReaderRow]:

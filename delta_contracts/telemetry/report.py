@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from delta_contracts.telemetry.coverage import Coverage
 from delta_contracts.telemetry.gate import covers
 from delta_contracts.telemetry.names import Names
 
@@ -58,6 +59,17 @@ class ObjectReport:
     name: str
     readers: tuple[Reader, ...]
     daily: Mapping[str, Mapping[str, int]]  # day (YYYY-MM-DD) -> reader label -> statements
+    coverage: Coverage | None = None  # what the log can know of the window (None: not asked)
+
+    @property
+    def gap(self) -> str | None:
+        """What the log cannot say about this object's readers (a source younger than the window, …)."""
+        return self.coverage.gap() if self.coverage is not None else None
+
+    @property
+    def no_readers(self) -> str:
+        """The sentence for an object without readers: "no readers" only when the log covers the window."""
+        return self.coverage.no_readers() if self.coverage is not None else "no reads in the log"
 
     @property
     def reads(self) -> int:
@@ -89,6 +101,8 @@ class ObjectReport:
             "readers": [r.to_json() for r in self.readers],
             "unknown_readers": [f"{r.user} ({r.client})" for r in self.unknown],
             "reads_per_day": {day: dict(v) for day, v in sorted(self.daily.items())},
+            "verdict": self.no_readers if not self.readers else self.gap,
+            "coverage": self.coverage.to_json() if self.coverage is not None else None,
         }
 
 
@@ -101,8 +115,10 @@ def build_report(
     objects: Sequence[str],
     consumers: Mapping[str, Sequence[str]],
     since: datetime | None = None,
+    coverage: Coverage | None = None,
 ) -> list[ObjectReport]:
-    """One report per object in `objects` (all logged objects when empty), readers sorted by reads."""
+    """One report per object in `objects` (all logged objects when empty), readers sorted by reads;
+    `coverage`: what the log can know of the window, said by every view."""
     rows = [r for r in rows if since is None or _when(r) is None or _when(r) >= since]  # type: ignore[operator]
     wanted = [o.casefold() for o in objects] or sorted({str(r["object"]) for r in rows})
     reports = []
@@ -141,7 +157,7 @@ def build_report(
                     day = daily.setdefault(f"{when:%Y-%m-%d}", {})
                     day[label(user, client)] = day.get(label(user, client), 0) + 1
         readers.sort(key=lambda r: (-r.reads, r.user, r.client))
-        reports.append(ObjectReport(target, tuple(readers), daily))
+        reports.append(ObjectReport(target, tuple(readers), daily, coverage))
     return reports
 
 
@@ -170,15 +186,24 @@ def _latest_statements(group: Sequence[Mapping[str, object]]) -> list[tuple[str,
     return [(sid, texts[sid]) for sid in order[:SAMPLES]]
 
 
+def coverage_of(reports: Sequence[ObjectReport]) -> Coverage | None:
+    """The sources' coverage the reports share (one log)."""
+    return next((r.coverage for r in reports if r.coverage is not None), None)
+
+
 def render_text(reports: Sequence[ObjectReport]) -> str:
     lines = []
+    shared = coverage_of(reports)
+    if shared is not None:
+        lines += ["Telemetry coverage:", *(f"  {line}" for line in shared.lines()), ""]
     for report in reports:
         if not report.readers:
-            lines.append(f"{report.name}: no readers")
+            lines.append(f"{report.name}: {report.no_readers}")
             continue
+        gap = f"; {report.gap}" if report.gap else ""
         lines.append(
             f"{report.name}: {len(report.readers)} reader(s), {report.reads} read(s) "
-            f"({report.possible} possible), first {_iso(report.first)}, last {_iso(report.last)}"
+            f"({report.possible} possible), first {_iso(report.first)}, last {_iso(report.last)}{gap}"
         )
         for r in report.readers:
             mark = "" if r.declared else "  UNKNOWN (not a declared consumer)"
@@ -192,14 +217,19 @@ def render_text(reports: Sequence[ObjectReport]) -> str:
 
 def render_markdown(reports: Sequence[ObjectReport]) -> str:
     lines = ["# Readers of deprecated objects", ""]
+    shared = coverage_of(reports)
+    if shared is not None:
+        lines += ["## Telemetry coverage", "", *(f"- {_cell(line)}" for line in shared.lines()), ""]
     for report in reports:
         lines += [f"## `{report.name}`", ""]
         if not report.readers:
-            lines += ["No readers.", ""]
+            text = report.no_readers
+            lines += [f"{text[:1].upper()}{text[1:]}.", ""]
             continue
+        gap = f" **{report.gap[:1].upper()}{report.gap[1:]}.**" if report.gap else ""
         lines += [
             f"{report.reads} read(s), {report.possible} possible, first {_iso(report.first)}, "
-            f"last {_iso(report.last)}.",
+            f"last {_iso(report.last)}.{gap}",
             "",
             "| user | client | reads | possible | first | last | samples | declared consumer |",
             "|---|---|---:|---:|---|---|---|---|",
@@ -214,7 +244,12 @@ def render_markdown(reports: Sequence[ObjectReport]) -> str:
 
 
 def render_json(reports: Sequence[ObjectReport]) -> str:
-    return json.dumps({"objects": [r.to_json() for r in reports]}, indent=2, ensure_ascii=False)
+    shared = coverage_of(reports)
+    payload = {
+        "coverage": shared.to_json() if shared is not None else None,
+        "objects": [r.to_json() for r in reports],
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False)
 
 
 def _cell(text: str) -> str:

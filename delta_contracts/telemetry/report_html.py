@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
-from delta_contracts.telemetry.report import ObjectReport, label
+from delta_contracts.telemetry.report import ObjectReport, coverage_of, label
 
 _PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5", "#9c6b4e")
 _STYLE = """
@@ -13,6 +13,7 @@ body{font:14px system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}
 th{cursor:pointer;background:#f4f4f4}th[aria-sort]::after{content:" \\2195"}
 .unknown{color:#b00020;font-weight:600}.legend span{margin-right:1em}.chart{margin:1em 0}
+.gap{color:#b00020;font-weight:600}
 """
 # Sort on click: numbers numerically, the rest as text; no library, no network.
 _SCRIPT = """
@@ -42,14 +43,21 @@ def render_html(reports: Sequence[ObjectReport], title: str = "Readers of deprec
         f"<title>{escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
     ]
+    shared = coverage_of(reports)
+    if shared is not None:
+        items = "".join(f"<li>{escape(line)}</li>" for line in shared.lines())
+        parts.append(f'<section class="coverage"><h2>Telemetry coverage</h2><ul>{items}</ul></section>')
     for index, report in enumerate(reports):
         parts.append(f'<section class="object" id="object-{index}"><h2>{escape(report.name)}</h2>')
         if not report.readers:
-            parts.append("<p>No readers.</p></section>")
+            text = report.no_readers
+            klass = ' class="gap"' if report.gap else ""
+            parts.append(f"<p{klass}>{escape(text[:1].upper() + text[1:])}.</p></section>")
             continue
+        gap = f' <span class="gap">{escape(report.gap)}.</span>' if report.gap else ""
         parts.append(
             f"<p>{report.reads} read(s), {report.possible} possible; unknown readers: "
-            f"{len(report.unknown)}</p>"
+            f"{len(report.unknown)}.{gap}</p>"
         )
         parts.append(_chart(report))
         parts.append(_table(report))

@@ -31,7 +31,7 @@ from typing import Any
 
 from delta_contracts.sql.extract import Catalog, Extraction, FallbackParser, extract
 from delta_contracts.sql.normalize import fingerprint
-from delta_contracts.telemetry.matching import Targets, possible_in_text, reads_of
+from delta_contracts.telemetry.matching import Targets, possible_in_text, possible_reads, reads_of
 
 # Texts longer than this are not parsed: tokenizing and parsing them takes many seconds each (a 1.5 MB
 # generated SELECT takes ~17 s) and they are almost always generated IN-lists or inlined data. The name
@@ -160,6 +160,7 @@ def answer(job: Job, context: Context, fallback_parser: FallbackParser | None = 
     if known:  # the source knows the reads (an event log's plan): a text that does not parse is no error
         error = kind = None
     hits = [(o, "read") for o in reads_of(reads, columns, context.targets)]
+    hits += [(o, "possible") for o in possible_reads(reads, columns, context.targets, [o for o, _ in hits])]
     if error and text:
         seen = {o for o, _ in hits}
         hits += [(o, "possible") for o in possible_in_text(text, context.targets) if o not in seen]

@@ -13,6 +13,23 @@ from delta_contracts.engine.spark.session import local_delta_session
 APPS = {"zstd": True, "lz4": False, "none": False}
 
 
+def crew_by_path(spark: object, location: Path) -> None:
+    """A column-mapped table this application knows by path only (never by name): reads of its deprecated
+    column by `load(file:///…)`, by ``delta.`///…` `` and one answered from the log's statistics alone."""
+    run = spark.sql  # type: ignore[attr-defined]
+    path = f"delta.`{location}`"
+    run(
+        f"CREATE TABLE {path} (id INT, grade INT, seniority_no INT) USING DELTA TBLPROPERTIES "
+        "('delta.columnMapping.mode' = 'name', 'delta.minReaderVersion' = '2', "
+        "'delta.minWriterVersion' = '5')"
+    )
+    run(f"INSERT INTO {path} VALUES (1, 7, 100)")
+    reader = spark.read.format("delta")  # type: ignore[attr-defined]
+    reader.load(f"file://{location}").select("id", "seniority_no").collect()
+    run(f"SELECT id, grade FROM delta.`///{str(location).lstrip('/')}` WHERE id > 0").collect()
+    run(f"SELECT max(seniority_no) FROM delta.`file:{location}/`").collect()
+
+
 def main(out: Path) -> None:
     warehouse = out / "warehouse"
     for codec, rolling in APPS.items():
@@ -41,6 +58,7 @@ def main(out: Path) -> None:
         if codec == "zstd":
             spark.sql("INSERT INTO sales.orders VALUES (1, 'a', 10), (2, 'b', 20)")
             spark.sql("INSERT INTO sales.customers VALUES (1, 'x')")
+            crew_by_path(spark, warehouse / "crew")
         # spark.sql: the event records no SQL text, only the plan's scans
         spark.sql(f"SELECT legacy_code FROM sales.orders WHERE id = 1 /* {codec} */").collect()
         # DataFrame reads: by name, and by path

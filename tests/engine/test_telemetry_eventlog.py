@@ -75,3 +75,36 @@ def test_spark_sql_and_dataframe_reads_are_found(
         assert ("sales.orders.amount", client, "read", user) in found, codec  # read by path
     again = collect(spark, read_source(spark, spec), spec.name, watched, tmp_path)
     assert again.appended == 0
+
+
+def test_a_column_mapped_table_read_by_path_only(
+    local_engine: Engine, event_logs: Path, tmp_path: Path
+) -> None:
+    """The application never names the table: its reads are tied to it by location alone, whatever the
+    spelling (`file://`, `///`, `file:` with a trailing slash); the read answered from the Delta log's
+    statistics names no column, so it is a possible read of each deprecated column, never none."""
+    location = event_logs / "warehouse" / "crew"
+    watched = Watched(
+        objects=("crew.members.seniority_no", "crew.members.grade"),
+        catalog=Catalog(schemas={"crew.members": ("id", "grade", "seniority_no")}),
+        locations={f"file:{location}/": "crew.members"},
+    )
+    spark = local_engine.spark  # type: ignore[attr-defined]
+    spec = parse_source(f"eventlog:{event_logs / 'logs'}")
+    result = collect(spark, read_source(spark, spec), spec.name, watched, tmp_path)
+    rows = [r for r in read_rows(tmp_path) if r["client"] == "spark:reader-zstd"]
+    assert result.possible == len([r for r in read_rows(tmp_path) if r["kind"] == "possible"]) > 0
+    kinds: dict[str, set[str]] = {}
+    for row in rows:
+        kinds.setdefault(str(row["object"]), set()).add(str(row["kind"]))
+        assert row["user"]  # the application's user
+    assert kinds == {
+        "crew.members.seniority_no": {"read", "possible"},
+        "crew.members.grade": {"read", "possible"},
+    }
+    statements = {(r["object"], r["kind"]): r["statement_id"] for r in rows}
+    # the metadata-only read is the same statement for both columns
+    assert (
+        statements[("crew.members.seniority_no", "possible")]
+        == statements[("crew.members.grade", "possible")]
+    )

@@ -144,6 +144,8 @@ def test_connect_operations_carry_text_and_user(tmp_path: Path) -> None:
     assert connect.user == "ann" and connect.client == "spark-connect"
     assert connect.text == 'SELECT legacy_code FROM sales.orders WHERE note = "x"'
     assert connect.tables_read == ("spark_catalog.sales.orders",)
+    # the columns its executions' plans read are the operation's (else a possible read of every column)
+    assert "spark_catalog.sales.orders.legacy_code" in (connect.columns_read or ())
     assert "app-1:7" not in statements  # the operation's execution is not a second statement
 
 

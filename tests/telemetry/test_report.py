@@ -9,6 +9,8 @@ import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from delta_contracts.telemetry.coverage import coverage
+from delta_contracts.telemetry.log import Watermark
 from delta_contracts.telemetry.report import build_report, render_json, render_markdown, render_text
 from delta_contracts.telemetry.report_html import render_html
 
@@ -39,9 +41,21 @@ ROWS = [
 CONSUMERS = {"sales.orders.legacy_code": ("bi-service",), "sales.orders__v1": ()}
 
 
+# One source that covers the window (the 30 days before it was collected).
+COVERED = coverage(
+    {"history": Watermark("history", DAY + timedelta(days=30), DAY + timedelta(days=30), DAY, 6, 0)},
+    DAY,
+    DAY + timedelta(days=29),
+)
+
+
 def _reports() -> list:  # type: ignore[type-arg]
     return build_report(
-        ROWS, ["sales.orders.legacy_code", "sales.orders__v1", "sales.orders.amount"], CONSUMERS
+        ROWS,
+        ["sales.orders.legacy_code", "sales.orders__v1", "sales.orders.amount"],
+        CONSUMERS,
+        None,
+        COVERED,
     )
 
 
@@ -74,7 +88,7 @@ def test_text_json_markdown() -> None:
     assert (
         "alice (notebook): 3 read(s)" in text
         and "UNKNOWN" in text
-        and "sales.orders.amount: no readers" in text
+        and "sales.orders.amount: no readers since 2026-11-01 09:00 UTC" in text
     )
     data = json.loads(render_json(reports))
     legacy = data["objects"][0]

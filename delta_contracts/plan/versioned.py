@@ -33,6 +33,7 @@ from delta_contracts.plan.catch_up import (
     fence_catch_up,
     left_behind,
 )
+from delta_contracts.plan.fields import field_copy
 from delta_contracts.plan.ops import (
     CopyRows,
     CreateView,
@@ -244,8 +245,11 @@ def copy_mapping(pairing: ColumnPairing, new: Contract) -> tuple[tuple[str, str]
         before = sources.get(column.name)
         if column.generated is not None or (column.identity is not None and before is None):
             continue
+        reshape = field_copy(before, column) if before is not None and column.convert is None else None
         if before is not None and lossless_cast(before.type, column.type):
             mapping.append((column.name, converted(before.name, before.type, column.type)))
+        elif reshape is not None:
+            mapping.append((column.name, reshape))
         elif before is not None:
             if column.convert is None:
                 raise PlanError(

@@ -91,6 +91,26 @@ def field_at(spark_type: SparkType, path: Path) -> StructField | None:
     return found
 
 
+def unknown_field_paths(
+    spark_type: SparkType, renamed_fields: Mapping[str, str], deprecated_fields: Mapping[str, object]
+) -> list[tuple[str, str, str]]:
+    """The paths of a column's `renamed_fields` and `deprecated_fields` that name no field of its type:
+    (key, path, message). A rename is checked where it lands: the new name beside the old one's place."""
+    found = []
+    for path, name in renamed_fields.items():
+        steps = parse_path(path)
+        if field_at(spark_type, (*steps[:-1], name.casefold())) is None:
+            found.append(
+                ("renamed_fields", path, f"renamed_fields '{path}': the type has no field {name} there")
+            )
+    for path in deprecated_fields:
+        if field_at(spark_type, parse_path(path)) is None:
+            found.append(
+                ("deprecated_fields", path, f"deprecated_fields '{path}': the type has no such field")
+            )
+    return found
+
+
 def field_changes(
     old: SparkType, new: SparkType, renames: Mapping[Path, str], delta_major: int
 ) -> tuple[FieldChange, ...] | None:

@@ -119,7 +119,7 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
         added_column(b, t, added, target, ctx.enable)
     for before, after in changes.renamed:
         _renamed_column(ctx, before, after)
-    renamed = frozenset(after.name.casefold() for _, after in changes.renamed)
+    renamed = frozenset(before.name.casefold() for before, _ in changes.renamed)
     fields = plan_fields(b, t, new, changes.fields, renamed, target, ctx.enable)
     _clustering(ctx, changes)
     _change_feed_warnings(ctx, old, going, bool(changes.renamed))

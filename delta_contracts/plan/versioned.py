@@ -145,6 +145,14 @@ def plan_versioned(
     bulk = catch_up.op
     assert isinstance(bulk, CatchUpRows | CopyRows)
     fence = fence_catch_up(bulk, retired)
+    maps = [c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()]
+    if not fence.key and maps:
+        # Without a key the fence copies the old rows the new table lacks by EXCEPT ALL over whole rows,
+        # which Spark refuses over a map (UNSUPPORTED_FEATURE.SET_OPERATION_ON_MAP_TYPE, delta-spark 4.4).
+        raise FeatureLossError(
+            f"{new.id}: the versioned cutover's last catch-up compares whole rows, and Spark compares no map "
+            f"column ({', '.join(maps)}); declare a unique key (`quality.unique`) to catch up by"
+        )
     b.add(fence)
     for column in identities:
         b.add(SyncIdentity(table=new_physical, phase=Phase.CUTOVER, column=column, reason="after the fence"))

@@ -544,6 +544,7 @@ def rows_from_files(table: Any, location: str) -> list[dict[str, Any]]:
         f["name"]: (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
         for f in schema["fields"]
     }
+    types = {f["name"]: f["type"] for f in schema["fields"]}
     logical_types = pa.schema(table.schema().to_arrow())
     partitions = set(table.metadata().partition_columns or ())
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
@@ -557,9 +558,37 @@ def rows_from_files(table: Any, location: str) -> list[dict[str, Any]]:
                 if name in partitions:
                     value = action.get(f"partition.{name}", action.get(f"partition.{phys}"))
                 else:
-                    value = record.get(phys)
+                    value = _logical(record.get(phys), types[name])
                 row[name] = value
             rows.append(row)
+    if not rows:
+        return []
     # the files hold each value in the type it was written in; the table reads it in the current type
-    typed = pa.Table.from_pylist(rows).cast(logical_types) if rows else None
-    return typed.to_pylist() if typed is not None else []
+    columns = {}
+    for field in logical_types:
+        values = [row[field.name] for row in rows]
+        nested = pa.types.is_nested(field.type)
+        columns[field.name] = (
+            pa.array(values, type=field.type) if nested else pa.array(values).cast(field.type)
+        )
+    return pa.table(columns).to_pylist()
+
+
+def _logical(value: Any, field_type: Any) -> Any:
+    """A value read from a data file as the table's schema names it: struct fields by their logical names
+    (column mapping stores them under physical ones), fields the schema no longer has left out, fields the
+    file predates NULL, map entries as (key, value) pairs."""
+    if value is None or not isinstance(field_type, dict):
+        return value
+    if field_type["type"] == "struct":
+        out = {}
+        for field in field_type["fields"]:
+            physical = (field.get("metadata") or {}).get("delta.columnMapping.physicalName", field["name"])
+            out[field["name"]] = _logical(value.get(physical), field["type"])
+        return out
+    if field_type["type"] == "array":
+        return [_logical(v, field_type["elementType"]) for v in value]
+    if field_type["type"] == "map":
+        pairs = value.items() if isinstance(value, dict) else value
+        return [(_logical(k, field_type["keyType"]), _logical(v, field_type["valueType"])) for k, v in pairs]
+    return value

@@ -7,5 +7,5 @@
 ALTER TABLE `payments`.`transactions` ADD COLUMNS (`addr`.`country` STRING);
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=74380dd0ab3ff63a, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='74380dd0ab3ff63a', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=74380dd0ab3ff63a, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='74380dd0ab3ff63a', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');

@@ -5,5 +5,5 @@
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [1] mark deprecated: delta_contracts.deprecated.columns=["m.value.f"], delta_contracts.deprecated.column.m.value.f={"since": "2.5.0", "window": "P30D"}, delta_contracts.deprecated.since=2.5.0 (deprecation mark starts the window)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='["m.value.f"]', 'delta_contracts.deprecated.column.m.value.f'='{"since": "2.5.0", "window": "P30D"}', 'delta_contracts.deprecated.since'='2.5.0');
--- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=c888e82697decabe, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='c888e82697decabe', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=c888e82697decabe, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='c888e82697decabe', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');

@@ -12,8 +12,8 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.columnMapping.mo
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [2] mark deprecated: delta_contracts.deprecated.columns=["m.value.f"], delta_contracts.deprecated.column.m.value.f={"since": "3.0.0", "window": "P30D"}, delta_contracts.deprecated.since=3.0.0 (deprecation mark starts the window)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='["m.value.f"]', 'delta_contracts.deprecated.column.m.value.f'='{"since": "3.0.0", "window": "P30D"}', 'delta_contracts.deprecated.since'='3.0.0');
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=d7fb48e47d24e419, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='d7fb48e47d24e419', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=d7fb48e47d24e419, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='d7fb48e47d24e419', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');
 
 -- === contract: destructive; gated on the deprecation window and zero readers ===
 -- [4] drop field m.value.f (field removed from the contract)

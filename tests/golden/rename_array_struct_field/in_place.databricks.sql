@@ -12,5 +12,5 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.columnMapping.mo
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [2] rename field items.element.sku to code (field renamed to items.element.code)
 ALTER TABLE `payments`.`transactions` RENAME COLUMN `items`.`element`.`sku` TO `code`;
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=6706473f175fb374, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='6706473f175fb374', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=6706473f175fb374, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='6706473f175fb374', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');

@@ -12,5 +12,5 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.columnMapping.mo
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [2] rename field m.value.f to ff (field renamed to m.value.ff)
 ALTER TABLE `payments`.`transactions` RENAME COLUMN `m`.`value`.`f` TO `ff`;
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=e76f57f30a0e18cf, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='e76f57f30a0e18cf', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=e76f57f30a0e18cf, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='e76f57f30a0e18cf', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');

@@ -12,5 +12,5 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.columnMapping.mo
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [2] rename field addr.zip to postal_code (field renamed to addr.postal_code)
 ALTER TABLE `payments`.`transactions` RENAME COLUMN `addr`.`zip` TO `postal_code`;
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=79957d0330bc7b67, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='79957d0330bc7b67', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=79957d0330bc7b67, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='79957d0330bc7b67', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');

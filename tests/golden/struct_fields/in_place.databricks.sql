@@ -22,8 +22,8 @@ ALTER TABLE `payments`.`transactions` ADD COLUMNS (`addr`.`country` STRING);
 ALTER TABLE `payments`.`transactions` RENAME COLUMN `items`.`element`.`sku` TO `code`;
 -- [6] mark deprecated: delta_contracts.deprecated.columns=["m.value.f"], delta_contracts.deprecated.column.m.value.f={"since": "3.0.0", "window": "P30D"}, delta_contracts.deprecated.since=3.0.0 (deprecation mark starts the window)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='["m.value.f"]', 'delta_contracts.deprecated.column.m.value.f'='{"since": "3.0.0", "window": "P30D"}', 'delta_contracts.deprecated.since'='3.0.0');
--- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=99497bdf1cb98137, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='99497bdf1cb98137', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=99497bdf1cb98137, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='99497bdf1cb98137', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');
 
 -- === contract: destructive; gated on the deprecation window and zero readers ===
 -- [8] drop field m.value.f (field removed from the contract)

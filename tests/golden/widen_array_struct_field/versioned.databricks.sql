@@ -13,5 +13,5 @@ ALTER TABLE `payments`.`transactions__v2` ALTER COLUMN `items`.`element`.`q` TYP
 ALTER VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `addr` AS `addr`, `items` AS `items`, `m` AS `m`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [4] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=5d9cd6e2e1fc61c6, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='5d9cd6e2e1fc61c6', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [4] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=5d9cd6e2e1fc61c6, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='5d9cd6e2e1fc61c6', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');

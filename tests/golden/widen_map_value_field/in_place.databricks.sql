@@ -11,5 +11,5 @@ ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.enableTypeWideni
 ALTER TABLE `payments`.`transactions` ALTER COLUMN `m`.`value`.`g` TYPE BIGINT;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=5f3c17fbe464b65e, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
-ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='5f3c17fbe464b65e', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=5f3c17fbe464b65e, delta_contracts.contract={"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}} (record the contract version)
+ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='5f3c17fbe464b65e', 'delta_contracts.contract'='{"owner":{"team":"payments"},"quality":{"unique":[["txn_id"]]}}');

@@ -14,9 +14,9 @@ import yaml
 from typer.testing import CliRunner
 
 from delta_contracts.cli import app
-from delta_contracts.contract.model import ChangeClass, Contract
+from delta_contracts.contract.model import ChangeClass, Contract, Quality
 from delta_contracts.diff import diff
-from delta_contracts.plan.building import FieldChangeError
+from delta_contracts.plan.building import FeatureLossError, FieldChangeError
 from delta_contracts.plan.fields import AddField, DropField, RenameField, WidenField, column_type_after
 from delta_contracts.plan.ops import Phase
 from delta_contracts.plan.planner import plan
@@ -257,3 +257,13 @@ def test_plan_exits_2_with_the_reason(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "field country is added NOT NULL" in done.stderr
     assert "Traceback" not in done.output
     assert len(list((tmp_path / "migrations" / "payments.transactions").glob("0002_*"))) == 0
+
+
+def test_a_versioned_cutover_over_a_map_column_needs_a_unique_key() -> None:
+    """Without a key the cutover's fence copies the rows the new table lacks by EXCEPT ALL over whole rows,
+    which Spark refuses over a map column (UNSUPPORTED_FEATURE.SET_OPERATION_ON_MAP_TYPE): refused at plan."""
+    old, new = pair("drop_map_value_field", "versioned")
+    keyless = [c.model_copy(update={"quality": Quality()}) for c in (old, new)]
+    with pytest.raises(FeatureLossError, match=r"declare a unique key \(`quality.unique`\)") as refused:
+        plan(*keyless, Target.DELTA_4)
+    assert refused.value.exit_code == 2 and "map column (m)" in str(refused.value)

@@ -60,7 +60,7 @@ ROWS: tuple[dict[str, Any], ...] = (
         "txn_date": date(2026, 11, 2),
         "addr": None,
         "items": None,
-        "m": {"k2": {"f": None, "g": 7}},
+        "m": {"k2": {"f": "f2", "g": 7}},
     },
 )
 # Written by a producer that still writes the old shape, after populate and before cutover.

@@ -119,6 +119,80 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
 }
 
 
+# Columns whose types hold fields: a struct, an array of structs, a map whose values are structs. The nested
+# recipes start from the base contract with these (PREPARE) and change one field, or several at once.
+NESTED_COLUMNS: tuple[dict[str, Any], ...] = (
+    {"name": "addr", "type": "struct<zip:string,n:int>"},
+    {"name": "items", "type": "array<struct<sku:string,q:int>>"},
+    {"name": "m", "type": "map<string,struct<f:string,g:int>>"},
+)
+
+
+def _nested(d: dict[str, Any]) -> None:
+    for column in NESTED_COLUMNS:
+        _add(copy.deepcopy(column))(d)
+    # a versioned cutover's last catch-up compares whole rows without a key, and Spark compares no map
+    d["quality"] = {"unique": [["txn_id"]]}
+
+
+def _fields(**changes: dict[str, Any]) -> Mutation:
+    """Each named nested column updated (its type, renamed_fields, deprecated_fields)."""
+
+    def mutate(d: dict[str, Any]) -> None:
+        for name, values in changes.items():
+            _column(d, name).update(copy.deepcopy(values))
+
+    return mutate
+
+
+def _deprecated_field(path: str) -> dict[str, Any]:
+    return {"deprecated_fields": {path: {"since": "2.5.0", "reason": "moved"}}}
+
+
+NESTED_RECIPES: dict[str, tuple[str, Mutation]] = {
+    "add_struct_field": ("minor", _fields(addr={"type": "struct<zip:string,n:int,country:string>"})),
+    "add_array_struct_field": (
+        "minor",
+        _fields(items={"type": "array<struct<sku:string,q:int,price:double>>"}),
+    ),
+    # in the middle of its struct: ADD COLUMNS … AFTER
+    "add_map_value_field": ("minor", _fields(m={"type": "map<string,struct<f:string,h:string,g:int>>"})),
+    "drop_struct_field": ("major", _fields(addr={"type": "struct<n:int>"})),
+    "drop_array_struct_field": ("major", _fields(items={"type": "array<struct<q:int>>"})),
+    "drop_map_value_field": ("major", _fields(m={"type": "map<string,struct<g:int>>"})),
+    "rename_struct_field": (
+        "major",
+        _fields(addr={"type": "struct<postal_code:string,n:int>", "renamed_fields": {"zip": "postal_code"}}),
+    ),
+    "rename_array_struct_field": (
+        "major",
+        _fields(
+            items={"type": "array<struct<code:string,q:int>>", "renamed_fields": {"element.sku": "code"}}
+        ),
+    ),
+    "rename_map_value_field": (
+        "major",
+        _fields(m={"type": "map<string,struct<ff:string,g:int>>", "renamed_fields": {"value.f": "ff"}}),
+    ),
+    "widen_struct_field": ("minor", _fields(addr={"type": "struct<zip:string,n:bigint>"})),
+    "widen_array_struct_field": ("minor", _fields(items={"type": "array<struct<sku:string,q:bigint>>"})),
+    "widen_map_value_field": ("minor", _fields(m={"type": "map<string,struct<f:string,g:bigint>>"})),
+    "deprecate_struct_field": ("minor", _fields(addr=_deprecated_field("zip"))),
+    "deprecate_array_struct_field": ("minor", _fields(items=_deprecated_field("element.sku"))),
+    "deprecate_map_value_field": ("minor", _fields(m=_deprecated_field("value.f"))),
+    # every kind at once, one in each column: the case `make test` executes (tests/tiers.py)
+    "struct_fields": (
+        "major",
+        _fields(
+            addr={"type": "struct<zip:string,n:bigint,country:string>"},
+            items={"type": "array<struct<code:string,q:int>>", "renamed_fields": {"element.sku": "code"}},
+            m={"type": "map<string,struct<g:int>>"},
+        ),
+    ),
+}
+RECIPES.update(NESTED_RECIPES)
+
+
 # What the old contract looks like before the mutation, where the base does not fit the recipe:
 # smallint -> int widens on Delta 3 too, unlike int -> bigint.
 def _clustered(d: dict[str, Any]) -> None:
@@ -133,6 +207,7 @@ PREPARE: dict[str, Mutation] = {
     "drop_default": _set("status", default="OK"),
     "change_clustering": _clustered,
     "type_widening_off": _widening("smallint", "true"),
+    **dict.fromkeys(NESTED_RECIPES, _nested),
 }
 
 

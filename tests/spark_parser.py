@@ -61,7 +61,11 @@ def sqlglot_statements(sql: str) -> list[sqlglot.exp.Expr]:
 
 
 # Delta statements sqlglot has no grammar for (it reads them as one raw command): Spark's parser holds them.
-SQLGLOT_HAS_NO_GRAMMAR = re.compile(r" ALTER COLUMN `(?:[^`]|``)+` SYNC IDENTITY$")
+# An ALTER COLUMN … TYPE of a field inside a struct (a dotted path, `plan.fields.WidenField`) is one: sqlglot
+# generates it from its own node, and reads back only a single column's name there.
+SQLGLOT_HAS_NO_GRAMMAR = re.compile(
+    r" ALTER COLUMN (`(?:[^`]|``)+` SYNC IDENTITY|`(?:[^`]|``)+`(?:\.`(?:[^`]|``)+`)+ TYPE [A-Z0-9(), ]+)$"
+)
 
 
 # Delta statements sqlglot cannot parse at all (the toolkit renders them with a node of its own,

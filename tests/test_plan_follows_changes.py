@@ -27,6 +27,10 @@ CHECKS = {f"DC-CK{n}" for n in (301, 302, 303, 304, 305, 306, 307, 311, 312, 313
 # Changes that rewrite a column's rules: its NULL-safety, its type, its name, or its presence.
 REWRITE_RULES = {"DC-MF104", "DC-MF105", "DC-MF106", "DC-BC102", "DC-DC605", "DC-DS103", *ADDED}
 
+# Fields inside a column: a rename or a drop needs column mapping; every change but a deprecation reshapes it.
+FIELD_MAPPING = {"DC-BC112", "DC-DS111"}
+FIELDS = {"DC-AD205", "DC-MF113", *FIELD_MAPPING}
+
 # Which change codes may produce an op of each kind in an in-place plan (the stamp follows from every plan).
 PRODUCERS: dict[str, set[str]] = {
     "add_column": {*ADDED, "DC-BC102"},
@@ -37,9 +41,18 @@ PRODUCERS: dict[str, set[str]] = {
     "widen_type": {"DC-MF106"},
     # contract properties, and the table features a change needs: column mapping for a drop, type widening,
     # column defaults
-    "set_properties": {"DC-TB403", "DC-DS103", "DC-BC102", "DC-MF106", "DC-MF108", *ADDED},
+    "set_properties": {
+        "DC-TB403",
+        "DC-DS103",
+        "DC-BC102",
+        "DC-MF106",
+        "DC-MF108",
+        *ADDED,
+        *FIELD_MAPPING,
+        "DC-MF113",
+    },
     "drop_feature": {"DC-TB403"},
-    "mark_deprecated": {"DC-DS103", "DC-BC102", "DC-LC701"},
+    "mark_deprecated": {"DC-DS103", "DC-BC102", "DC-LC701", "DC-DS111", "DC-LC704"},
     "set_clustering": {"DC-TB402"},
     "recluster_rows": {"DC-TB402"},  # the existing files laid out by the new keys
     "add_check": CHECKS | REWRITE_RULES,
@@ -51,9 +64,15 @@ PRODUCERS: dict[str, set[str]] = {
     "close_column": {"DC-BC102"},
     "drop_columns": {"DC-DS103", "DC-BC102"},
     "purge_dropped_columns": {"DC-DS103", "DC-BC102"},  # the dropped columns' values left in the files
-    "unlist_deprecated": {"DC-DS103", "DC-BC102"},  # the list of marks without the dropped columns
+    "unlist_deprecated": {"DC-DS103", "DC-BC102", "DC-DS111"},  # the list of marks without the dropped ones
     # a versioned table changed in place: its alias view shows the new columns, then loses the dropped ones
-    "create_view": {*ADDED, "DC-MF106", "DC-DS103", "DC-BC102"},
+    # (and shows the fields as they are: Spark froze each column's type when it created the view)
+    "create_view": {*ADDED, "DC-MF106", "DC-DS103", "DC-BC102", *FIELDS},
+    # fields inside a column's type
+    "add_field": {"DC-AD205"},
+    "widen_field": {"DC-MF113"},
+    "rename_field": {"DC-BC112"},
+    "drop_field": {"DC-DS111"},
 }
 
 

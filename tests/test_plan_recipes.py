@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from delta_contracts.plan.fields import DropField
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -208,7 +209,7 @@ def test_destructive_ops_never_outside_contract_phase(target: Target) -> None:
             for op in migration.ops:
                 if op.destructive:
                     assert op.phase is Phase.CONTRACT, (recipe, op)
-                    assert isinstance(op, DropColumns | DropTable)
+                    assert isinstance(op, DropColumns | DropTable | DropField)
 
 
 def test_widen_in_place_on_delta4_but_versioned_on_delta3() -> None:

@@ -22,6 +22,7 @@ from delta_contracts.contract.delta_properties import is_bookkeeping
 from delta_contracts.contract.errors import Problem, Severity, first_line, plain
 from delta_contracts.contract.load import LoadedContract
 from delta_contracts.contract.model import Column, Contract, printable
+from delta_contracts.contract.nested import unknown_field_paths
 from delta_contracts.contract.typecheck import invalid_types
 from delta_contracts.contract.types import (
     INTEGRALS,
@@ -231,6 +232,8 @@ def _column_types_and_rules(loaded: LoadedContract) -> Iterator[Problem]:
             spark_type = parse_type(col.type)
         except TypeParseError:
             continue  # said by invalid_types
+        for key, path, message in unknown_field_paths(spark_type, col.renamed_fields, col.deprecated_fields):
+            yield _finding(loaded, (*where, key, path), message, "DC-L019")
         yield from _enum_rule(loaded, where, col, spark_type)
         yield from _bound_rules(loaded, where, col, spark_type)
         yield from _regex_rule(loaded, where, col, spark_type)

@@ -268,6 +268,19 @@ class Column(Frozen):
         examples=[{"expression": "CAST(txn_amt * 100 AS BIGINT)"}],
     )
     deprecated: Deprecation | None = None
+    renamed_fields: dict[str, str] = Field(
+        default_factory=dict,
+        description="Fields inside the column's type renamed by this version: the field's path in the "
+        "previous version (`zip`; into an array `element.sku`, into a map's values `value.f`) to its new "
+        "name, as Delta's `RENAME COLUMN addr.zip TO postal_code` takes them.",
+        examples=[{"zip": "postal_code"}],
+    )
+    deprecated_fields: dict[str, Deprecation] = Field(
+        default_factory=dict,
+        description="Fields inside the column's type on their way out, by path (`zip`, `element.sku`, "
+        "`value.f`): a later version may remove them once the deprecation window has passed.",
+        examples=[{"zip": {"since": "2.4.0", "replaced_by": "postal_code"}}],
+    )
     tags: tuple[str, ...] = ()
     pii: StrictBool = False
 

@@ -74,6 +74,9 @@ FIELD_DOCS: dict[str, str] = {
     "columns[].deprecated.since": "Contract version that deprecated the column.",
     "columns[].deprecated.replaced_by": "The column readers should use instead.",
     "columns[].deprecated.reason": "Why the column goes away.",
+    "columns[].deprecated_fields.<name>.since": "Contract version that deprecated the field.",
+    "columns[].deprecated_fields.<name>.replaced_by": "The field readers should use instead.",
+    "columns[].deprecated_fields.<name>.reason": "Why the field goes away.",
     "columns[].tags": "Free-form labels of the column.",
     "columns[].pii": "The column holds personal data.",
     "constraints": "Table-level CHECK constraints over several columns.",
@@ -185,6 +188,8 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "columns[].deprecated": {"since": "2.4.0", "replaced_by": "payment_method"},
     "columns[].deprecated.replaced_by": "payment_method",
     "columns[].deprecated.reason": "Channels are now payment methods.",
+    "columns[].deprecated_fields.<name>.replaced_by": "postal_code",
+    "columns[].deprecated_fields.<name>.reason": "Postal codes replace zip codes.",
     "columns[].tags": ["finance"],
     "columns[].pii": True,
     "constraints": [

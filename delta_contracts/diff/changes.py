@@ -18,6 +18,7 @@ from delta_contracts.contract.model import (
     TableConstraint,
     TableSpec,
 )
+from delta_contracts.contract.nested import FieldChange
 from delta_contracts.diff.rules import RulePair
 
 PATCH, MINOR, MAJOR = ChangeClass.PATCH, ChangeClass.MINOR, ChangeClass.MAJOR
@@ -34,10 +35,14 @@ CODES: dict[str, tuple[ChangeClass, str]] = {
     "DC-MF108": (MINOR, "column default changed"),
     "DC-MF109": (MAJOR, "identity column changed"),
     "DC-MF110": (MAJOR, "generation expression changed"),
+    "DC-DS111": (MAJOR, "struct field removed"),
+    "DC-BC112": (MAJOR, "struct field renamed"),
+    "DC-MF113": (MINOR, "struct field type widened"),
     "DC-AD201": (MINOR, "nullable column added"),
     "DC-AD202": (MINOR, "NOT NULL column with a default added"),
     "DC-AD203": (MAJOR, "NOT NULL column without a default added"),
     "DC-AD204": (MAJOR, "identity or generated column added"),
+    "DC-AD205": (MINOR, "nullable struct field added"),
     "DC-CK301": (MAJOR, "check added"),
     "DC-CK302": (MINOR, "check removed"),
     "DC-CK303": (MAJOR, "check tightened"),
@@ -67,6 +72,7 @@ CODES: dict[str, tuple[ChangeClass, str]] = {
     "DC-LC701": (MINOR, "column marked deprecated"),
     "DC-LC702": (PATCH, "lifecycle status changed"),
     "DC-LC703": (MAJOR, "contract retired"),
+    "DC-LC704": (MINOR, "struct field marked deprecated"),
 }
 
 RANK = {PATCH: 1, MINOR: 2, MAJOR: 3}
@@ -98,6 +104,8 @@ class Change:
     )
     # A table property change (DC-TB403): the property's key.
     key: str | None = dataclasses.field(default=None, compare=False, repr=False)
+    # A change of a field inside a column's type (DC-AD205, DC-DS111, DC-BC112, DC-MF113, DC-LC704).
+    nested: FieldChange | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def rules(self) -> tuple[RulePair, ...]:
         return self.touched_rules()
@@ -141,5 +149,6 @@ def change(
     *,
     rules: Callable[[], tuple[RulePair, ...]] = _no_rules,
     key: str | None = None,
+    nested: FieldChange | None = None,
 ) -> Change:
-    return Change(code, CODES[code][0], message, where, before, after, rules, key)
+    return Change(code, CODES[code][0], message, where, before, after, rules, key, nested)

@@ -20,6 +20,15 @@ from delta_contracts.contract.model import (
     Versioning,
     duration_seconds,
 )
+from delta_contracts.contract.nested import (
+    FieldChange,
+    FieldChangeKind,
+    dotted,
+    field_changes,
+    is_nested,
+    not_fieldwise_reason,
+    parse_path,
+)
 from delta_contracts.contract.pairing import ColumnPairing, pair_columns
 from delta_contracts.contract.types import TypeParseError, canonical_or_text, parse_type, widens_to
 from delta_contracts.diff.changes import Change, change
@@ -180,7 +189,10 @@ def _column(
 ) -> Iterator[Change]:
     name = after.name
     old_type, new_type = canonical_or_text(before.type), canonical_or_text(after.type)
-    if old_type != new_type:
+    fieldwise, why_not = _field_changes(before, after, target) if old_type != new_type else (None, None)
+    if fieldwise is not None:
+        yield from _fields(before, after, field, fieldwise)
+    elif old_type != new_type:
         try:
             widening = widens_to(parse_type(old_type), parse_type(new_type), target.widening_rules)
         except TypeParseError:
@@ -188,6 +200,8 @@ def _column(
         code = "DC-MF106" if widening else "DC-MF107"
         kind = "widened" if widening else "changed"
         message = f"column {name} type {kind}: {old_type} -> {new_type}"
+        if why_not is not None and not widening:
+            message += f" (not field by field in place: {why_not})"
         rules = partial(retyped_rules, before, after, *constraints)
         yield change(code, message, f"{field}.type", before, after, rules=rules)
     # a nullable column's rules let NULL through, a NOT NULL column's do not: their text changes with it
@@ -221,7 +235,67 @@ def _column(
         replaced = f" (replaced by {after.deprecated.replaced_by})" if after.deprecated.replaced_by else ""
         message = f"column {name} deprecated since {after.deprecated.since}{replaced}"
         yield change("DC-LC701", message, f"{field}.deprecated", before, after)
+    yield from _deprecated_fields(before, after, field)
     yield from _checks(before, after, f"{field}.checks")
+
+
+def _field_changes(
+    before: Column, after: Column, target: Target
+) -> tuple[tuple[FieldChange, ...] | None, str | None]:
+    """The changes inside a struct column (or an array or map of structs), field by field, when its type
+    changes only by fields Delta adds, drops, renames or widens in place; else None and why not (None: the
+    column holds no fields)."""
+    try:
+        old, new = parse_type(before.type), parse_type(after.type)
+    except TypeParseError:
+        return None, None
+    if not (is_nested(old) and is_nested(new)):
+        return None, None
+    renames = {parse_path(path): to for path, to in after.renamed_fields.items()}
+    found = field_changes(old, new, renames, target.widening_rules)
+    if found:
+        return found, None
+    return None, not_fieldwise_reason(old, new, renames, target.widening_rules)
+
+
+_FIELD_CODES = {
+    FieldChangeKind.ADDED: "DC-AD205",
+    FieldChangeKind.DROPPED: "DC-DS111",
+    FieldChangeKind.RENAMED: "DC-BC112",
+    FieldChangeKind.WIDENED: "DC-MF113",
+}
+
+
+def _fields(before: Column, after: Column, field: str, found: tuple[FieldChange, ...]) -> Iterator[Change]:
+    for nested in found:
+        if nested.kind is FieldChangeKind.ADDED:
+            message = f"nullable field {dotted(after.name, nested.new_path)} {nested.new_type} added"
+        elif nested.kind is FieldChangeKind.DROPPED:
+            message = f"field {dotted(before.name, nested.new_path)} removed"
+        elif nested.kind is FieldChangeKind.RENAMED:
+            message = (
+                f"field {dotted(before.name, nested.path)} renamed to {dotted(after.name, nested.new_path)}"
+            )
+        else:
+            message = (
+                f"field {dotted(after.name, nested.new_path)} type widened: "
+                f"{nested.old_type} -> {nested.new_type}"
+            )
+        code = _FIELD_CODES[nested.kind]
+        yield change(code, message, f"{field}.type", before, after, nested=nested)
+
+
+def _deprecated_fields(before: Column, after: Column, field: str) -> Iterator[Change]:
+    """Fields newly listed under `deprecated_fields`: each starts its own deprecation window."""
+    earlier = {parse_path(p) for p in before.deprecated_fields}
+    for path, mark in after.deprecated_fields.items():
+        steps = parse_path(path)
+        if steps in earlier:
+            continue
+        replaced = f" (replaced by {mark.replaced_by})" if mark.replaced_by else ""
+        message = f"field {dotted(after.name, steps)} deprecated since {mark.since}{replaced}"
+        nested = FieldChange(FieldChangeKind.DEPRECATED, steps, steps, None, None)
+        yield change("DC-LC704", message, f"{field}.deprecated_fields", before, after, nested=nested)
 
 
 def _identity_text(column: Column) -> str:

@@ -79,7 +79,14 @@ def unplannable(changes: Sequence[Change]) -> list[str]:
             lossless = lossless_cast(before.type, after.type)
         except TypeParseError:  # not a type: lint and diff say so on their own
             continue
-        if after.convert is None and not lossless:
+        if after.convert is None and not lossless and "(not field by field in place: " in c.message:
+            out.append(
+                f"{c.code} {c.message}: Delta cannot make this change of the fields inside {after.name} in "
+                "place, and no CAST reshapes them; change the fields in steps Delta makes in place (add a "
+                "nullable field, drop, rename or widen one), or declare `convert: {expression: "
+                "<named_struct(…) over the previous columns>}` on the column for a versioned copy"
+            )
+        elif after.convert is None and not lossless:
             out.append(
                 f"{c.code} {c.message}: a CAST to {canonical(after.type)} can lose values (one that "
                 "overflows wraps or turns NULL, depending on the session's ANSI mode); declare `convert: "

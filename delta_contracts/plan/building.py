@@ -52,6 +52,14 @@ class FeatureLossError(PlanError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class FieldChangeError(PlanError):
+    """A change of the fields inside a column Delta cannot make as the contract says it (a NOT NULL field
+    added, fields reordered, a column renamed while its fields change): refused before anything changes, as
+    bad input is."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 @dataclass(frozen=True, slots=True)
 class TableState:
     """Where the table stands before the migration: its physical table and the features already on."""

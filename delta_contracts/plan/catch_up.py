@@ -83,7 +83,10 @@ class CatchUpRows(Op):
     # Columns the MERGE never updates: identity columns (Delta refuses an UPDATE of one, and a row keeps its
     # id). Written to migration files only when set, so files from before stay byte for byte.
     kept: tuple[str, ...] = ()
-    omitted_when_empty: ClassVar[tuple[str, ...]] = ("kept",)
+    # Map columns: Spark orders no map (`<=>` on one is refused, INVALID_ORDERING_TYPE), so the MERGE tells a
+    # changed one by its JSON text (a map whose entries merely come in another order is updated, to itself).
+    maps: tuple[str, ...] = ()
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("kept", "maps")
     reasons: tuple[tuple[str, str], ...] = ()  # as CopyRows: what each part of `rejects` refuses
 
     def __post_init__(self) -> None:
@@ -179,6 +182,7 @@ def choose_catch_up(
             strategy=strategy,
             rejects=rejects,
             kept=tuple(c.name for c in new.columns if c.identity is not None and c.name in by_source),
+            maps=tuple(c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()),
             reasons=reasons,
             reason="catch rows written since populate",
         )
@@ -293,11 +297,16 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
     on = exp.and_(*(exp.EQ(this=col(TARGET, k), expression=col(SOURCE, k)) for k in op.key))
     kept = {k.casefold() for k in op.kept}
     values = [c for c in columns if c.casefold() not in keys and c.casefold() not in kept]
-    differs = exp.Not(
-        this=exp.Paren(
-            this=exp.and_(*(exp.NullSafeEQ(this=col(TARGET, c), expression=col(SOURCE, c)) for c in values))
-        )
-    )
+    maps = {m.casefold() for m in op.maps}
+
+    def same(c: str) -> exp.Expr:
+        target: exp.Expr = col(TARGET, c)
+        source: exp.Expr = col(SOURCE, c)
+        if c.casefold() in maps:
+            target, source = exp.JSONFormat(this=target), exp.JSONFormat(this=source)
+        return exp.NullSafeEQ(this=target, expression=source)
+
+    differs = exp.Not(this=exp.Paren(this=exp.and_(*(same(c) for c in values))))
     whens: list[exp.When] = []
     not_deleted: exp.Expr | None = None
     if op.strategy is CatchUpStrategy.CHANGE_FEED:

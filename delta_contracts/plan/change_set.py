@@ -13,6 +13,8 @@ from delta_contracts.diff.compare import Comparison
 from delta_contracts.diff.rules import CheckRule, contract_rules
 
 ADDED = ("DC-AD201", "DC-AD202", "DC-AD203", "DC-AD204")
+# a field inside a column's type added, dropped, renamed, widened or marked deprecated
+FIELDS = ("DC-AD205", "DC-DS111", "DC-BC112", "DC-MF113", "DC-LC704")
 RETYPED = ("DC-MF106", "DC-MF107")
 
 
@@ -35,6 +37,7 @@ class ChangeSet:
     removed: tuple[Column, ...]
     renamed: tuple[tuple[Column, Column], ...]  # (old, new)
     newly_deprecated: tuple[Column, ...]  # marked deprecated by this change (the new column)
+    fields: tuple[Change, ...]  # the changes of fields inside columns' types (FIELDS), each its `nested`
     # the table properties changed: (key, old value, new value), None where unset; sorted by key
     properties: tuple[tuple[str, str | None, str | None], ...]
     description: str | None  # the new table description, when the change sets one
@@ -90,6 +93,7 @@ def read_changes(comparison: Comparison) -> ChangeSet:
         removed=tuple(_column_before(c) for c in changes if c.code == "DC-DS103"),
         renamed=renamed,
         newly_deprecated=tuple(_column_after(c) for c in changes if c.code == "DC-LC701"),
+        fields=tuple(c for c in changes if c.code in FIELDS),
         properties=tuple(sorted(c.property_values() for c in changes if c.code == "DC-TB403")),
         description=_description(described[0].after) if described else None,
         clustering=clustering[0] if clustering else None,

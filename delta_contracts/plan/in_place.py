@@ -28,7 +28,9 @@ from delta_contracts.plan.building import (
 )
 from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.change_set import ChangeSet, read_changes
+from delta_contracts.plan.fields import AddField, DropField, RenameField, WidenField
 from delta_contracts.plan.in_place_columns import added_column, kept_column, tighten_not_null
+from delta_contracts.plan.in_place_fields import FieldPlan, plan_fields
 from delta_contracts.plan.ops import (
     AddColumn,
     Backfill,
@@ -117,10 +119,12 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
         added_column(b, t, added, target, ctx.enable)
     for before, after in changes.renamed:
         _renamed_column(ctx, before, after)
+    renamed = frozenset(before.name.casefold() for before, _ in changes.renamed)
+    fields = plan_fields(b, t, new, changes.fields, renamed, target, ctx.enable)
     _clustering(ctx, changes)
     _change_feed_warnings(ctx, old, going, bool(changes.renamed))
     _new_rules(ctx, changes, widened)
-    _deprecation_marks(ctx, changes, new, going)
+    _deprecation_marks(ctx, changes, new, going, fields)
     for op in relax:
         b.add(op)
     recluster = recluster_for(t, changes.clustering.clustered_by) if changes.clustering else None
@@ -134,6 +138,9 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     if widening_off:
         _type_widening_off(ctx, changes)
     _contract_phase(ctx, new, going, copies)
+    for name, drop in fields.drops:
+        b.add(drop)
+        _unlist_dropped(ctx, name, new.version)
     for column in ctx.defaults_after_drop:
         b.add(
             SetColumnDefault(
@@ -292,18 +299,23 @@ def _new_rules(ctx: _Context, changes: ChangeSet, widened: Mapping[str, str]) ->
             ctx.b.add(add_check(ctx.t, Phase.CUTOVER, rule))
 
 
-def _deprecation_marks(ctx: _Context, changes: ChangeSet, new: Contract, going: list[Column]) -> None:
+def _deprecation_marks(
+    ctx: _Context, changes: ChangeSet, new: Contract, going: list[Column], fields: FieldPlan
+) -> None:
     """Marks accumulate: columns marked by earlier migrations (and maybe still awaiting their drop) stay
     marked with their own since and window; only the newly marked (going, or DC-LC701) get a mark, starting
-    their own clock. The mark lists every column the new contract deprecates."""
+    their own clock. The mark lists every column the new contract deprecates, and every field (`addr.zip`)
+    on its way out or deprecated."""
     # A column's own mark outlives its drop (it is history: when its window started); the list loses a column
     # when its drop runs (`_unlist_dropped`), and a column removed from the contract stays listed until then,
     # even across later migrations while its drop waits at its gate.
     still_marked = marked_columns(ctx.props)
     earlier = {n.casefold() for n in still_marked}
-    newly = {c.name for c in going if c.deprecated is None and c.name.casefold() not in earlier} | {
-        c.name for c in changes.newly_deprecated if c.name.casefold() not in earlier
-    }
+    newly = (
+        {c.name for c in going if c.deprecated is None and c.name.casefold() not in earlier}
+        | {c.name for c in changes.newly_deprecated if c.name.casefold() not in earlier}
+        | {name for name in fields.newly_marked if name.casefold() not in earlier}
+    )
     if not newly:
         return
     deprecated = sorted(
@@ -311,6 +323,7 @@ def _deprecation_marks(ctx: _Context, changes: ChangeSet, new: Contract, going: 
             *still_marked,
             *(c.name for c in going),
             *(c.name for c in new.columns if c.deprecated),
+            *fields.listed,
         },
         key=str.casefold,
     )
@@ -478,7 +491,7 @@ def _repoint_alias(b: Builder, new: Contract, t: TableId, going: list[str], targ
     final = alias_columns(new)
     during = (*final, *((name, x.sql(x.column(name))) for name in going))
     alter = target.supports_alter_view_as
-    if any(isinstance(op, AddColumn | WidenType) for op in b.ops[Phase.EXPAND]):
+    if any(isinstance(op, AddColumn | WidenType | AddField | WidenField) for op in b.ops[Phase.EXPAND]):
         b.add(
             alias_view(
                 new,
@@ -490,7 +503,11 @@ def _repoint_alias(b: Builder, new: Contract, t: TableId, going: list[str], targ
                 reason="the alias view shows the new columns and types",
             )
         )
-    if going:
+    if any(isinstance(op, RenameField) for op in b.ops[Phase.CUTOVER]):
+        b.add(
+            alias_view(new, t, Phase.CUTOVER, alter_existing=alter, reason="the alias view's renamed fields")
+        )
+    if going or any(isinstance(op, DropField) for op in b.ops[Phase.CONTRACT]):
         b.add(
             alias_view(
                 new, t, Phase.CONTRACT, alter_existing=alter, reason="the alias view without dropped columns"

@@ -15,6 +15,7 @@ from delta_contracts.contract.types import canonical
 from delta_contracts.diff.compare import Comparison, compare
 from delta_contracts.diff.policy import refusals, verdict
 from delta_contracts.plan.building import (
+    FieldChangeError,
     PlanError,
     TableState,
     alias_view,
@@ -38,6 +39,10 @@ SHAPE_CHANGES = (
     "DC-MF106",
     "DC-MF107",
     "DC-TB401",
+    "DC-AD205",
+    "DC-DS111",
+    "DC-BC112",
+    "DC-MF113",
 )
 
 
@@ -57,7 +62,8 @@ def plan_changes(comparison: Comparison, *, state: TableState | None = None) -> 
     refused = refusals(verdict(old, new, comparison.changes), old.version, new.version)
     if refused:
         # One classification for diff and plan: a change diff refuses is never planned.
-        raise PlanError(f"{new.id}: " + "; ".join(refused))
+        nested = any("not field by field in place" in reason for reason in refused)
+        raise (FieldChangeError if nested else PlanError)(f"{new.id}: " + "; ".join(refused))
     state = state or initial_state(old)
     reasons = _versioned_reasons(comparison)
     major_bumped = semver_tuple(new.version)[0] > semver_tuple(old.version)[0]

@@ -46,6 +46,10 @@ ROWS: tuple[dict[str, Any], ...] = (
         "status": "OK",
         "legacy_channel": "web",
         "txn_date": date(2026, 11, 1),
+        # the nested recipes' columns (tests/recipes.py NESTED_COLUMNS): written where the table has them
+        "addr": {"zip": "z1", "n": 5},
+        "items": [{"sku": "s1", "q": 2}, {"sku": "s2", "q": None}],
+        "m": {"k1": {"f": "f1", "g": 3}},
     },
     {
         "txn_id": "t2",
@@ -54,6 +58,9 @@ ROWS: tuple[dict[str, Any], ...] = (
         "status": "OK",
         "legacy_channel": None,
         "txn_date": date(2026, 11, 2),
+        "addr": None,
+        "items": None,
+        "m": {"k2": {"f": "f2", "g": 7}},
     },
 )
 # Written by a producer that still writes the old shape, after populate and before cutover.
@@ -64,6 +71,9 @@ LATE_ROW: dict[str, Any] = {
     "status": "OK",
     "legacy_channel": "app",
     "txn_date": date(2026, 11, 2),
+    "addr": {"zip": "z3", "n": 9},
+    "items": [{"sku": "s3", "q": 4}],
+    "m": {"k3": {"f": "f3", "g": 1}},
 }
 
 
@@ -92,6 +102,10 @@ def expected_rows(old: Contract, new: Contract, rows: Sequence[Mapping[str, Any]
             known = source in values and old.column(source) is not None
             if known and column.convert is not None:
                 shaped[column.name] = _evaluate(column.convert.expression, values)
+            elif known and (before := old.column(source)) is not None and before.type != column.type:
+                shaped[column.name] = _reshaped(
+                    values[source], before.type, column.type, column.renamed_fields
+                )
             elif known:
                 shaped[column.name] = values[source]
             elif column.fill is not None:
@@ -100,6 +114,64 @@ def expected_rows(old: Contract, new: Contract, rows: Sequence[Mapping[str, Any]
                 shaped[column.name] = column.default
         out.append(shaped)
     return out
+
+
+def _reshaped(value: Any, old_type: str, new_type: str, renamed_fields: Mapping[str, str]) -> Any:
+    """A value of a column whose fields change (added, dropped, renamed, widened), as the new type holds it:
+    computed here from the two types and the declared renames, not by the planner's copy expression."""
+    from delta_contracts.contract.types import ArrayType, MapType, SparkType, StructType, parse_type
+
+    renames = {tuple(p.casefold().split(".")): name for p, name in renamed_fields.items()}
+
+    def shape(item: Any, old: SparkType, new: SparkType, at: tuple[str, ...]) -> Any:
+        if item is None:
+            return None
+        if isinstance(old, StructType) and isinstance(new, StructType):
+            sources = {renames.get((*at, f.name.casefold()), f.name).casefold(): f for f in old.fields}
+            out = {}
+            for field in new.fields:
+                source = sources.get(field.name.casefold())
+                step = (*at, source.name.casefold()) if source is not None else at
+                out[field.name] = (
+                    shape(item.get(source.name), source.type, field.type, step) if source else None
+                )
+            return out
+        if isinstance(old, ArrayType) and isinstance(new, ArrayType):
+            return [shape(e, old.element, new.element, (*at, "element")) for e in item]
+        if isinstance(old, MapType) and isinstance(new, MapType):
+            return {k: shape(v, old.value, new.value, (*at, "value")) for k, v in item.items()}
+        return item
+
+    return shape(value, parse_type(old_type), parse_type(new_type), ())
+
+
+def typed_literal(value: Any, type_text: str) -> Any:
+    """A row's value as a SQL literal of the column's type: structs, arrays and maps built field by field
+    (a NULL inside one CAST to its field's type), any other value as `x.literal` writes it."""
+    from sqlglot import exp
+
+    from delta_contracts.contract.types import ArrayType, MapType, SparkType, StructType, parse_type
+
+    def build(item: Any, spark_type: SparkType) -> exp.Expr:
+        if item is None:
+            return x.cast(exp.Null(), str(spark_type))
+        if isinstance(spark_type, StructType):
+            fields = [exp.alias_(build(item.get(f.name), f.type), x.ident(f.name)) for f in spark_type.fields]
+            return exp.Struct(expressions=fields)
+        if isinstance(spark_type, ArrayType):
+            return exp.Array(expressions=[build(e, spark_type.element) for e in item])
+        if isinstance(spark_type, MapType):
+            pairs = [
+                part
+                for k, v in item.items()
+                for part in (build(k, spark_type.key), build(v, spark_type.value))
+            ]
+            return exp.Anonymous(this="map", expressions=pairs)
+        return x.literal(item)
+
+    if value is None:
+        return exp.Null()
+    return build(value, parse_type(type_text))
 
 
 def _evaluate(expression: str, values: Mapping[str, Any]) -> Any:
@@ -140,7 +212,11 @@ def write_rows(engine: Engine, table: tuple[str, ...], rows: Sequence[Mapping[st
     assert live is not None, f"{table} should exist"
     names = [c.name for c in live.columns]
     values = [
-        exp.Tuple(expressions=[x.literal(row.get(name, row.get(name.casefold()))) for name in names])
+        exp.Tuple(
+            expressions=[
+                typed_literal(row.get(c.name, row.get(c.name.casefold())), c.type) for c in live.columns
+            ]
+        )
         for row in rows
     ]
     statement = exp.insert(
@@ -468,6 +544,7 @@ def rows_from_files(table: Any, location: str) -> list[dict[str, Any]]:
         f["name"]: (f.get("metadata") or {}).get("delta.columnMapping.physicalName", f["name"])
         for f in schema["fields"]
     }
+    types = {f["name"]: f["type"] for f in schema["fields"]}
     logical_types = pa.schema(table.schema().to_arrow())
     partitions = set(table.metadata().partition_columns or ())
     actions = pa.table(table.get_add_actions(flatten=True)).to_pylist()
@@ -481,9 +558,37 @@ def rows_from_files(table: Any, location: str) -> list[dict[str, Any]]:
                 if name in partitions:
                     value = action.get(f"partition.{name}", action.get(f"partition.{phys}"))
                 else:
-                    value = record.get(phys)
+                    value = _logical(record.get(phys), types[name])
                 row[name] = value
             rows.append(row)
+    if not rows:
+        return []
     # the files hold each value in the type it was written in; the table reads it in the current type
-    typed = pa.Table.from_pylist(rows).cast(logical_types) if rows else None
-    return typed.to_pylist() if typed is not None else []
+    columns = {}
+    for field in logical_types:
+        values = [row[field.name] for row in rows]
+        nested = pa.types.is_nested(field.type)
+        columns[field.name] = (
+            pa.array(values, type=field.type) if nested else pa.array(values).cast(field.type)
+        )
+    return pa.table(columns).to_pylist()
+
+
+def _logical(value: Any, field_type: Any) -> Any:
+    """A value read from a data file as the table's schema names it: struct fields by their logical names
+    (column mapping stores them under physical ones), fields the schema no longer has left out, fields the
+    file predates NULL, map entries as (key, value) pairs."""
+    if value is None or not isinstance(field_type, dict):
+        return value
+    if field_type["type"] == "struct":
+        out = {}
+        for field in field_type["fields"]:
+            physical = (field.get("metadata") or {}).get("delta.columnMapping.physicalName", field["name"])
+            out[field["name"]] = _logical(value.get(physical), field["type"])
+        return out
+    if field_type["type"] == "array":
+        return [_logical(v, field_type["elementType"]) for v in value]
+    if field_type["type"] == "map":
+        pairs = value.items() if isinstance(value, dict) else value
+        return [(_logical(k, field_type["keyType"]), _logical(v, field_type["valueType"])) for k, v in pairs]
+    return value

@@ -70,6 +70,7 @@ from delta_contracts.engine.op_table import OpTable
 from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, LAST_CATCH_UP_ROWS, RowMover
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.fence import fence_statement
+from delta_contracts.plan.fields import AddField, DropField, RenameField, WidenField, column_type_after
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -131,6 +132,10 @@ SAIL_MAPPING = by_delta_spark(
     "Sail enables column mapping without giving fields physical names, and delta-rs cannot enable it"
 )
 NO_DROP_COLUMNS = by_delta_spark("Sail and delta-rs have no DROP COLUMNS")
+NO_FIELD_CHANGES = by_delta_spark(
+    "Sail and delta-rs add, widen, rename and drop no field inside a column's type (ALTER TABLE on a nested "
+    "path)"
+)
 NO_ROW_TRACKING = refused(
     "Sail 0.7.2 cannot write a table with row tracking ('Unsupported table features required: "
     "[RowTracking, DomainMetadata]'); use --engine spark"
@@ -310,10 +315,11 @@ def purge_at(op: PurgeDroppedColumns, location: Path) -> exp.Expr:
     return ReorgPurge(this=path_table(location))
 
 
-def column_mapped_first(engine: LocalEngine, op: DropColumns) -> None:
+def column_mapped_first(engine: LocalEngine, op: DropColumns | DropField | RenameField) -> None:
     if not engine.facts(op.table).mapped:
         raise EngineError(
-            f"{op.summary()} on {op.table}: Delta drops columns only on a column-mapped table; "
+            f"{op.summary()} on {op.table}: Delta drops or renames columns and fields only on a "
+            "column-mapped table; "
             "enable column mapping first (the plan does so in its expand phase: apply that first)"
         )
 
@@ -338,6 +344,13 @@ def dropped_shape(op: DropColumns, shape: TableShape) -> TableShape:
         columns=tuple(c for c in shape.columns if c.name.casefold() not in dropped),
         checks={n: e for n, e in shape.checks.items() if not (x.referenced_columns(e) & dropped)},
     )
+
+
+def field_shape(op: AddField | WidenField | RenameField | DropField, shape: TableShape) -> TableShape:
+    column = next((c for c in shape.columns if c.name.casefold() == op.path[0].casefold()), None)
+    if column is None:
+        raise EngineError(f"{op.summary()}: {op.table} has no column {op.path[0]}")
+    return shape.with_column(column.name, type=column_type_after(op, column.type))
 
 
 def without_check(op: DropCheck, shape: TableShape) -> TableShape:
@@ -500,6 +513,15 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
             Capability(NO_DROP_COLUMNS), before_delta_spark=column_mapped_first, reshape=dropped_shape
         ),
         DropTable: LocalOp(Capability(CATALOG), catalog=delete_directory, project=dropped_facts),
+        # Fields inside a column's type: delta-spark on the table's path, as for DROP COLUMNS.
+        AddField: LocalOp(Capability(NO_FIELD_CHANGES), reshape=field_shape),
+        WidenField: LocalOp(Capability(NO_FIELD_CHANGES), reshape=field_shape),
+        RenameField: LocalOp(
+            Capability(NO_FIELD_CHANGES), before_delta_spark=column_mapped_first, reshape=field_shape
+        ),
+        DropField: LocalOp(
+            Capability(NO_FIELD_CHANGES), before_delta_spark=column_mapped_first, reshape=field_shape
+        ),
         PurgeDroppedColumns: LocalOp(Capability(NO_REORG), at_location=purge_at, reshape=unchanged_shape),
         ReclusterRows: LocalOp(Capability(NO_CLUSTER_BY)),
     }

@@ -1,0 +1,1 @@
+-- refused: payments.transactions: version 2.4.0 -> 2.5.0 is a minor bump; the changes require major; DC-MF107 column items type changed: array<struct<sku:string,q:int>> -> array<struct<sku:string,q:bigint>> (not field by field in place: element.q changes from int to bigint, not a widening): breaking, refused by backwards_compatible without a major bump

@@ -1,0 +1,1 @@
+-- refused: payments.transactions: version 2.4.0 -> 2.5.0 is a minor bump; the changes require major; DC-MF107 column addr type changed: struct<zip:string,n:int> -> struct<zip:string,n:bigint> (not field by field in place: n changes from int to bigint, not a widening): breaking, refused by backwards_compatible without a major bump

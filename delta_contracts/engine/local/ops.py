@@ -68,7 +68,7 @@ from delta_contracts.engine.local.routes import (
 )
 from delta_contracts.engine.op_table import OpTable
 from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, RowMover
-from delta_contracts.plan.catch_up import CatchUpRows
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.ops import (
     AddCheck,
     AddColumn,
@@ -199,8 +199,19 @@ def copy_on_sail(engine: LocalEngine, op: CopyRows, tag: str | None) -> OpOutcom
 
 def catch_up_on_sail(engine: LocalEngine, op: CatchUpRows, tag: str | None) -> OpOutcome:
     engine.sql(render(replace(op, source=engine.local_id(op.source))))
-    merged_on = op.key or op.partition_by  # a key, or the partitions strategy's partition columns
-    return engine.outcome(op, "sql", f"merged on {', '.join(merged_on)}")
+    return engine.outcome(op, "sql", catch_up_detail(op))
+
+
+def catch_up_detail(op: CatchUpRows) -> str:
+    """How the catch-up matched rows, as its report says: by key, by partition, or (a fence without a unique
+    key) by whole rows."""
+    if op.strategy is CatchUpStrategy.INSERT_MISSING:
+        if op.key:
+            return f"inserted the old rows whose key ({', '.join(op.key)}) the new table lacks"
+        return "inserted the old rows the new table lacks, compared as whole rows (no unique key)"
+    if op.strategy is CatchUpStrategy.PARTITIONS:
+        return f"replaced the partitions ({', '.join(op.partition_by)}) that differ"
+    return f"merged on {', '.join(op.key)}"
 
 
 def view_on_sail(engine: LocalEngine, op: CreateView, tag: str | None) -> OpOutcome:

@@ -187,7 +187,6 @@ def _compare(old: LoadedContract | None, new: LoadedContract | None, target: Tar
     from delta_contracts.diff import diff, verdict
     from delta_contracts.diff.changes import change
     from delta_contracts.diff.report import ContractDiff
-    from delta_contracts.plan.outlook import Outlook, outlook
 
     if new is None:
         assert old is not None
@@ -198,9 +197,11 @@ def _compare(old: LoadedContract | None, new: LoadedContract | None, target: Tar
     changes = diff(old.contract, new.contract, target)
     result = verdict(old.contract, new.contract, changes)
     status = "changed" if changes else "unchanged"
-    ahead = Outlook()
-    if changes and result.ok:
-        ahead = outlook(old.contract, new.contract, target)
+    if not (changes and result.ok):
+        return ContractDiff(new.contract.id, status, old.contract.version, new.contract.version, result)
+    from delta_contracts.plan.outlook import outlook  # the planner, only for a change that needs its plan
+
+    ahead = outlook(old.contract, new.contract, target)
     return ContractDiff(
         new.contract.id,
         status,

@@ -258,3 +258,19 @@ def test_each_change_is_listed_once_and_a_new_column_says_its_default(tmp_path: 
     (contract,) = payload["contracts"]  # JSON keeps every change, and the violations beside them
     assert [c["code"] for c in contract["changes"]] == ["DC-AD201", "DC-AD201", "DC-MF107"]
     assert len(contract["violations"]) == 3
+
+
+def test_defaults_are_spelled_as_the_contract_spells_them_never_as_python(tmp_path: Path) -> None:
+    """Issue 47 item 7: `default False` was Python's spelling; the contract says `false`."""
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(SENSOR.format(v="1.0.0", humidity="float") + "  - {name: calibrated, type: boolean}\n")
+    new.write_text(
+        SENSOR.format(v="1.1.0", humidity="float")
+        + "  - {name: calibrated, type: boolean, default: true}\n"
+        + "  - {name: faulty, type: boolean, nullable: false, default: false}\n"
+    )
+    code, out = run("diff", str(old), str(new), "--format", "markdown")
+    assert code == 0, out
+    assert "column calibrated default null -> true" in out, out
+    assert "NOT NULL column faulty added with default false" in out, out
+    assert "True" not in out and "False" not in out and "None" not in out, out

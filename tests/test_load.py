@@ -42,6 +42,17 @@ def test_misspelled_key_is_one_located_error(tmp_path: Path) -> None:
     ]
 
 
+def test_a_comma_in_a_flow_mapping_expression_hints_to_quote_it(tmp_path: Path) -> None:
+    """Issue 47 item 7: `{…, default_expression: round(a, 2) / 60}` splits at the comma."""
+    text = MINIMAL + "  - {name: per_hour, type: double, default_expression: round(amount, 2) / 60}\n"
+    (problem,) = [p for p in problems_of(text, tmp_path) if "unknown field" in p]
+    assert problem.startswith("c.yaml:12:"), problem
+    assert problem.endswith(
+        "unknown field '2) / 60' — a comma inside a flow mapping `{…}` ends the value before it: quote an "
+        'expression that holds a comma (generated: "round(a, 2) / 60")'
+    ), problem
+
+
 def test_misspelled_required_key_is_reported_once(tmp_path: Path) -> None:
     text = MINIMAL.replace("columns:", "colums:")
     assert problems_of(text, tmp_path) == [

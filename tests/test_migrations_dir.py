@@ -59,7 +59,7 @@ def test_check_catches_contract_edited_without_migration(project: Path) -> None:
     assert "sales.customers" in out and "0002_1.2.0_to_1.3.0" in out
     assert run("plan")[0] == 0
     sql = (project / "migrations/sales.customers/0002_1.2.0_to_1.3.0.sql").read_text()
-    assert "ADD COLUMNS (`note` STRING)" in sql
+    assert "ADD COLUMNS (`note` STRING FIRST)" in sql  # first in the contract
     assert run("plan", "--check")[0] == 0
 
 

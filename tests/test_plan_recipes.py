@@ -87,7 +87,8 @@ def test_add_nullable_column_is_one_expand_op() -> None:
     assert kinds(ops, Phase.POPULATE) == []
     assert kinds(ops, Phase.CONTRACT) == []
     assert render(ops[0]) == (
-        "ALTER TABLE `payments`.`transactions` ADD COLUMNS (`note` STRING COMMENT 'Free text.')"
+        "ALTER TABLE `payments`.`transactions` ADD COLUMNS (`note` STRING COMMENT 'Free text.' "
+        "AFTER `legacy_channel`)"
     )
 
 

@@ -220,3 +220,19 @@ def test_a_validation_file_that_is_not_json_is_exit_2(project: Path, tmp_path: P
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert "--validation bad.json: not the JSON `validate --format json` writes" in result.output
     assert "line 1 column 2" in result.output
+
+
+def test_one_pii_badge_per_column_and_no_absolute_paths(project: Path, tmp_path: Path) -> None:
+    """Issue 47 item 7: a column `pii: true` and tagged `pii` by a column rule showed `PII pii`; the index
+    named the building machine's absolute paths (the ledger's, the readers log's, the validate file's)."""
+    out = tmp_path / "site"
+    result = CliRunner().invoke(app, ["site", "-o", str(out), "--validation", "validate.json"])
+    assert result.exit_code == 0, result.output
+    customers = (out / "tables/sales.customers.html").read_text(encoding="utf-8")
+    badges = re.findall(r'<span class="tag[^"]*">([^<]*)</span>', customers)
+    assert badges.count("PII") >= 1 and "pii" not in badges, badges
+    for page in out.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and str(tmp_path.resolve()) not in text, page.name
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "validate.json" in index and "readers log" in index

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import inspect
 import os
+import re
 import sys
 from importlib import import_module
 from typing import Annotated, NoReturn
@@ -90,8 +92,19 @@ def build_app(*names: str) -> typer.Typer:
         if isinstance(target, typer.Typer):
             application.add_typer(target, name=name)
         else:
-            application.command(name=name)(target)
+            summary, text = help_texts(target.__doc__ or "")
+            application.command(name=name, help=text, short_help=summary)(target)
     return application
+
+
+def help_texts(docstring: str) -> tuple[str, str]:
+    """A command's one-sentence summary (the command list) and its help, from its docstring: the docstring's
+    line breaks are where its source wraps, not the reader's terminal, so each paragraph becomes one line
+    for the help to wrap at the terminal's width (and not at all where the output is no terminal)."""
+    paragraphs = [" ".join(p.split()) for p in inspect.cleandoc(docstring).split("\n\n") if p.strip()]
+    first = paragraphs[0] if paragraphs else ""
+    summary = re.split(r"(?<=[.])\s+(?=[A-Z])", first, maxsplit=1)[0]
+    return summary, "\n\n".join(paragraphs)
 
 
 def __getattr__(name: str) -> typer.Typer:

@@ -14,7 +14,6 @@ from delta_contracts.cli.common import EXIT_FINDINGS, EXIT_OK, ContractSet, prin
 from delta_contracts.cli.errors import UsageError
 from delta_contracts.cli.tables import EngineOption, UrlOption, WarehouseOption
 from delta_contracts.cli.tables import _open as open_engine
-from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.tableid import BadTableIdError, TableId
 
 if TYPE_CHECKING:
@@ -174,6 +173,8 @@ def _find(live: Engine, name: TableId) -> _Found | None:
         return None
     import sqlglot
     from sqlglot import exp
+
+    from delta_contracts.sql.dialect import DIALECT  # sqlglot: only when a view's query is read
 
     tables = list(sqlglot.parse_one(query, read=DIALECT).find_all(exp.Table))
     if len(tables) != 1:

@@ -56,7 +56,6 @@ ReadersEnvOption = Annotated[
 if TYPE_CHECKING:
     from delta_contracts.contract.errors import Problem
     from delta_contracts.contract.load import LoadedContract, LoadedProject
-    from delta_contracts.contract.model import Contract
     from delta_contracts.diff.report import ContractDiff
     from delta_contracts.target import Target
     from delta_contracts.telemetry.impact import ObjectReaders, Telemetry
@@ -202,33 +201,20 @@ def _compare(old: LoadedContract | None, new: LoadedContract | None, target: Tar
     changes = diff(old.contract, new.contract, target)
     result = verdict(old.contract, new.contract, changes)
     status = "changed" if changes else "unchanged"
+    if not (changes and result.ok):
+        return ContractDiff(new.contract.id, status, old.contract.version, new.contract.version, result)
+    from delta_contracts.plan.outlook import outlook  # the planner, only for a change that needs its plan
+
+    ahead = outlook(old.contract, new.contract, target)
     return ContractDiff(
         new.contract.id,
         status,
         old.contract.version,
         new.contract.version,
         result,
-        not_kept=_not_kept(old.contract, new.contract, target) if changes and result.ok else (),
+        not_kept=ahead.not_kept,
+        becomes=ahead.becomes,
     )
-
-
-# The table features some migrations cannot carry over: only contracts with one of them are planned by `diff`.
-_FEATURES_A_MIGRATION_MAY_LOSE = ("delta.enableChangeDataFeed", "delta.enableRowTracking")
-
-
-def _not_kept(old: Contract, new: Contract, target: Target) -> tuple[str, ...]:
-    """What the migration `plan` would write for this change cannot keep (its marked warnings)."""
-    properties = old.table.properties
-    if not any(properties.get(k, "false").lower() == "true" for k in _FEATURES_A_MIGRATION_MAY_LOSE):
-        return ()
-    from delta_contracts.plan.building import not_kept
-    from delta_contracts.plan.planner import PlanError, plan
-
-    try:
-        migration, _ = plan(old, new, target)
-    except PlanError:
-        return ()  # `plan` says why; the diff's verdict stands on its own
-    return not_kept(migration.warnings)
 
 
 def _print(

@@ -21,6 +21,8 @@ from delta_contracts.contract.yamlsource import SourceMap, read_yaml
 
 CONTRACT_SUFFIXES = (".yaml", ".yml")
 DEFAULT_MIGRATIONS = "migrations"
+# A field a contract can have: anything else that YAML read as a key is a fragment of something else.
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$-]*")
 
 
 @dataclass(frozen=True)
@@ -290,6 +292,12 @@ def _problems_from_validation(
             key = str(loc[-1])
             hint = difflib.get_close_matches(key, vocabulary, n=1, cutoff=0.6)
             message = f"unknown field '{key}'" + (f" (did you mean '{hint[0]}'?)" if hint else "")
+            if _FIELD_NAME.fullmatch(key) is None:
+                # `{name: m, generated: round(a, 2) / 60}`: YAML ends a flow mapping's value at the comma.
+                message += (
+                    " — a comma inside a flow mapping `{…}` ends the value before it: "
+                    'quote an expression that holds a comma (generated: "round(a, 2) / 60")'
+                )
             problems.append(Problem(source.locate(path, key=True), name, message, "DC-SCHEMA"))
             continue
         if kind == "missing":

@@ -147,7 +147,7 @@ def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Targe
             )
             yield change("DC-AD204", message, field, None, column, rules=rules)
         elif column.nullable:
-            default = f" with default {column.default!r}" if column.default is not None else ""
+            default = f" with default {plain(column.default)}" if column.default is not None else ""
             yield change(
                 "DC-AD201",
                 f"nullable column {column.name} {canonical_or_text(column.type)} added{default}{hint}",
@@ -157,7 +157,7 @@ def _columns(old: Contract, new: Contract, pairing: ColumnPairing, target: Targe
                 rules=rules,
             )
         elif column.default is not None:
-            message = f"NOT NULL column {column.name} added with default {column.default!r}"
+            message = f"NOT NULL column {column.name} added with default {plain(column.default)}"
             yield change("DC-AD202", message, field, None, column, rules=rules)
         else:
             message = f"NOT NULL column {column.name} added without a default{hint}"
@@ -213,7 +213,7 @@ def _column(
         message = f"column {name} made nullable"
         yield change("DC-MF105", message, f"{field}.nullable", before, after, rules=rules)
     if before.default != after.default:
-        message = f"column {name} default {before.default!r} -> {after.default!r}"
+        message = f"column {name} default {plain(before.default)} -> {plain(after.default)}"
         yield change("DC-MF108", message, f"{field}.default", before, after)
     elif not same_text_expression(before.default_expression, after.default_expression):
         message = f"column {name} default {before.default_expression} -> {after.default_expression}"

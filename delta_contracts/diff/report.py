@@ -20,6 +20,9 @@ class ContractDiff:
     # What the migration this change plans cannot keep (row ids, a Change Data Feed consumer's position),
     # from the plan's warnings: a reviewer sees it before the PR merges.
     not_kept: tuple[str, ...] = ()
+    # What the table becomes when the plan serves the change as a versioned table (the name a view, producers
+    # writing to `<table>__vN`): the reviewer reads it in the PR comment, not first in `plan`'s warnings.
+    becomes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -90,6 +93,7 @@ def render_text(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
         for i, c in enumerate(d.changes):
             if i not in refused:
                 lines.append(f"  {c.code} {c.change_class.value:<5} {c.field}: {c.message}")
+        lines += [f"  table: {b}" for b in d.becomes]
         lines += [f"  not kept by the migration: {n}" for n in d.not_kept]
     failing = sum(not d.ok for d in diffs)
     lines.append(f"{len(diffs) + unchanged_files} contract(s) compared, {failing} failing")
@@ -109,6 +113,7 @@ def render_json(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
             "violations": _problems(d),
             "changes": [c.to_json() for c in d.changes],
             "not_kept": list(d.not_kept),
+            "table_becomes": list(d.becomes),
         }
         for d in diffs
     ]
@@ -145,6 +150,8 @@ def render_markdown(diffs: list[ContractDiff], unchanged_files: int = 0) -> str:
         problems = _problems(d)
         if problems:
             lines += ["", "Violations:"] + [f"- {_cell(p)}" for p in problems]
+        if d.becomes:
+            lines += ["", "What the table becomes:"] + [f"- {_cell(b)}" for b in d.becomes]
         if d.not_kept:
             lines += ["", "Not kept by the migration:"] + [f"- {_cell(n)}" for n in d.not_kept]
         if d.changes:

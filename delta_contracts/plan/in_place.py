@@ -29,7 +29,14 @@ from delta_contracts.plan.building import (
 from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.change_set import ChangeSet, read_changes
 from delta_contracts.plan.fields import AddField, DropField, RenameField, WidenField
-from delta_contracts.plan.in_place_columns import added_column, kept_column, tighten_not_null
+from delta_contracts.plan.in_place_columns import (
+    Placement,
+    added_column,
+    contract_index,
+    kept_column,
+    placement,
+    tighten_not_null,
+)
 from delta_contracts.plan.in_place_fields import FieldPlan, plan_fields
 from delta_contracts.plan.ops import (
     AddColumn,
@@ -115,10 +122,14 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     relax = _old_rules(ctx, changes, going, widened)
     for kept in changes.kept:
         kept_column(b, t, kept, target, ctx.enable)
-    for added in changes.added:
-        added_column(b, t, added, target, ctx.enable)
-    for before, after in changes.renamed:
-        _renamed_column(ctx, before, after)
+    # In the contract's order, so that the column each is placed after is in the table when it is added.
+    arriving = [(added, None) for added in changes.added] + [(a, b4) for b4, a in changes.renamed]
+    for column, renamed_from in sorted(arriving, key=lambda pair: contract_index(new, pair[0].name)):
+        place = placement(new, column.name)
+        if renamed_from is None:
+            added_column(b, t, column, target, ctx.enable, place)
+        else:
+            _renamed_column(ctx, renamed_from, column, place)
     renamed = frozenset(before.name.casefold() for before, _ in changes.renamed)
     fields = plan_fields(b, t, new, changes.fields, renamed, target, ctx.enable)
     _clustering(ctx, changes)
@@ -266,10 +277,19 @@ def _old_rules(
     return relax
 
 
-def _renamed_column(ctx: _Context, before: Column, after: Column) -> None:
+def _renamed_column(ctx: _Context, before: Column, after: Column, place: Placement) -> None:
     """A rename in place: add the new column, copy, catch up at cutover; the old one is dropped later."""
     b, t = ctx.b, ctx.t
-    b.add(AddColumn(table=t, phase=Phase.EXPAND, column=column_spec(after), reason=f"rename {before.name}"))
+    b.add(
+        AddColumn(
+            table=t,
+            phase=Phase.EXPAND,
+            column=column_spec(after),
+            reason=f"rename {before.name}",
+            after=place.after,
+            first=place.first,
+        )
+    )
     if default_sql(after) is not None:
         # Not before the old column is dropped: an old producer's row would get the default in the new
         # column, and the catch-up (`WHERE new IS NULL`) would then never copy the value it wrote.

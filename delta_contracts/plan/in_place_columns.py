@@ -4,9 +4,9 @@ NOT NULL, and the backfills they need."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from delta_contracts.contract.model import Column
+from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import canonical
 from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
@@ -108,11 +108,39 @@ def set_default(b: Builder, t: TableId, column: Column, enable: Enable) -> None:
     )
 
 
-def added_column(b: Builder, t: TableId, column: Column, target: Target, enable: Enable) -> None:
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where an added column goes in the table (`AddColumn.after`, `AddColumn.first`)."""
+
+    after: str = ""
+    first: bool = False
+
+
+def contract_index(contract: Contract, name: str) -> int:
+    folded = name.casefold()
+    return next(i for i, c in enumerate(contract.columns) if c.name.casefold() == folded)
+
+
+def placement(contract: Contract, name: str) -> Placement:
+    """Where `name` goes so that the table's order is the contract's, as a table created from the contract
+    has it: after the contract's column before it, first, or — the contract's last column — at the end,
+    with no position, as every ADD COLUMNS was rendered before positions were planned."""
+    index = contract_index(contract, name)
+    if index == len(contract.columns) - 1:
+        return Placement()
+    if index == 0:
+        return Placement(first=True)
+    return Placement(after=contract.columns[index - 1].name)
+
+
+def added_column(
+    b: Builder, t: TableId, column: Column, target: Target, enable: Enable, place: Placement
+) -> None:
     spec = column_spec(column)
     if spec.default is not None:
         enable(COLUMN_DEFAULTS, "column defaults")
-    b.add(AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column"))
+    added = AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column")
+    b.add(replace(added, after=place.after, first=place.first))
     if spec.default is not None:
         set_default(b, t, column, enable)
     if not column.nullable:

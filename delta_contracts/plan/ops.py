@@ -228,12 +228,24 @@ class CreateTable(Op):
 class AddColumn(Op):
     kind: ClassVar[str] = "add_column"
     column: ColumnSpec  # added nullable and without default: Delta's ADD COLUMNS allows nothing else
+    # Where it goes, so that the table's column order is the contract's (a table created from the contract
+    # has that order): after the column before it in the contract (`after`), first (`first`), or at the end
+    # (neither: the contract's last column, and every migration planned before positions were).
+    after: str = ""
+    first: bool = False
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("after", "first")
 
     def postcondition(self) -> Condition:
         return ColumnPresent(self.table, self.column.name)
 
     def summary(self) -> str:
-        return f"add column {self.column.name} {self.column.type}"
+        return f"add column {self.column.name} {self.column.type}{self.placement()}"
+
+    def placement(self) -> str:
+        """Where the column goes, as the summary says it ("" at the end)."""
+        if self.first:
+            return " first"
+        return f" after {self.after}" if self.after else ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

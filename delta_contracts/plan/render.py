@@ -123,7 +123,12 @@ def _(op: CreateTable) -> exp.Expr:
 @build.register
 def _(op: AddColumn) -> exp.Expr:
     spec = ColumnSpec(op.column.name, op.column.type, True, op.column.comment, None)
-    return _alter(op, exp.Schema(expressions=[column_def(spec, with_constraints=False)]))
+    definition = column_def(spec, with_constraints=False)
+    if op.first:
+        definition.set("position", exp.ColumnPosition(position="FIRST"))
+    elif op.after:
+        definition.set("position", exp.ColumnPosition(this=x.column(op.after), position="AFTER"))
+    return _alter(op, exp.Schema(expressions=[definition]))
 
 
 @build.register

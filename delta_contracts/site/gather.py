@@ -6,6 +6,7 @@ delta-rs: no engine), and, given an engine, the live tables (stamp, drift).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -123,7 +124,7 @@ def gather(
     sources = {"ledger": ledger_note, "readers log": readers_note}
     sources["live tables"] = f"engine {engine.name}" if engine is not None else "not read (no --engine)"
     if validation is not None:
-        sources["validate"] = str(validation)
+        sources["validate"] = shown(validation)
     pages = []
     for loaded in sorted(contracts, key=lambda c: c.contract.id):
         contract = loaded.contract
@@ -159,7 +160,7 @@ def _ledger(engine: Engine | None, state_dir: Path) -> tuple[list[LedgerEntry] |
     if not (state_dir / "ledger").is_dir():
         return None, f"no ledger at {state_dir / 'ledger'} (give --warehouse, or --engine)"
     try:
-        return Ledger(state_dir).entries(), f"ledger {state_dir / 'ledger'}"
+        return Ledger(state_dir).entries(), f"ledger {shown(state_dir / 'ledger')}"
     except StateTableError as err:
         return None, f"ledger unreadable: {err}"
 
@@ -170,8 +171,14 @@ def _reader_rows(state_dir: Path) -> tuple[list[dict[str, object]], str]:
 
     path = readers_path(state_dir)
     if not path.is_dir():
-        return [], f"no readers log at {path}"
-    return read_rows(state_dir), f"readers log {path}"
+        return [], f"no readers log at {shown(path)}"
+    return read_rows(state_dir), f"readers log {shown(path)}"
+
+
+def shown(path: Path) -> str:
+    """A path as the site shows it: relative to where the site was built, never the building machine's
+    absolute path (the site is published and read elsewhere)."""
+    return Path(os.path.relpath(path.resolve(), Path.cwd().resolve())).as_posix()
 
 
 class ValidationFileError(InputError, ValueError):

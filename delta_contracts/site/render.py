@@ -210,7 +210,9 @@ def _overview(page: TablePage) -> str:
 def _columns(page: TablePage) -> str:
     rows = []
     for column in page.loaded.contract.columns:
-        tags = "".join(f'<span class="tag">{escape(t)}</span>' for t in column.tags)
+        # `pii: true` is the PII badge; a `pii` tag (a column rule's, say) says the same: one badge
+        shown = [t for t in column.tags if not (column.pii and t.casefold() == "pii")]
+        tags = "".join(f'<span class="tag">{escape(t)}</span>' for t in shown)
         if column.pii:
             tags = '<span class="tag pii">PII</span>' + tags
         notes = []

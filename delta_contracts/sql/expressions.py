@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, datetime
-from typing import ClassVar
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel
-from sqlglot.generator import Generator
 
+# KeywordStatement is re-exported: the plan's Delta statements subclass it
 from delta_contracts.sql.dialect import DIALECT
+from delta_contracts.sql.dialect import KeywordStatement as KeywordStatement
 
 
 def ident(name: str) -> exp.Identifier:
@@ -48,23 +47,6 @@ def literal(value: object) -> exp.Expr:
     if isinstance(value, date):
         return exp.Cast(this=exp.Literal.string(value.isoformat()), to=data_type("date"))
     return exp.Literal.string(str(value))
-
-
-class KeywordStatement(exp.Expression):
-    """A Delta statement or clause sqlglot has no node for: fixed keywords around one quoted name (`this`).
-    Each subclass gives its `template`, `{}` standing for the name as the dialect quotes it; defining the
-    class teaches the project's dialect to generate it."""
-
-    arg_types: ClassVar[dict[str, bool]] = {"this": True}
-    template: ClassVar[str]
-
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-
-        def generate(generator: Generator, expression: exp.Expression) -> str:
-            return cls.template.format(generator.sql(expression, "this"))
-
-        Dialect.get_or_raise(DIALECT).generator_class.TRANSFORMS[cls] = generate
 
 
 class SyncIdentity(KeywordStatement):

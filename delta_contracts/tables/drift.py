@@ -119,6 +119,20 @@ def _declared_columns(contract: Contract, live: LiveTable) -> Iterator[DriftItem
         yield from _column_comment(column, found)
 
 
+@comparator
+def _column_order(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
+    """The contract's columns in the table's order: a positional `INSERT … VALUES` or `SELECT *` written
+    against one table of the contract must mean the same on another. Columns missing from the table, or
+    that the contract does not list (deprecated, extra), are reported by their own comparators."""
+    declared = {c.name.casefold(): c.name for c in contract.columns}
+    actual = [declared[c.name.casefold()] for c in live.columns if c.name.casefold() in declared]
+    present = {name.casefold() for name in actual}
+    wanted = [c.name for c in contract.columns if c.name.casefold() in present]
+    if actual != wanted:
+        message = f"column order is ({', '.join(actual)}), contract says ({', '.join(wanted)})"
+        yield DriftItem("column-order", "", ", ".join(wanted), ", ".join(actual), message)
+
+
 def _column_type(column: Column, found: LiveColumn) -> Iterator[DriftItem]:
     want = canonical_or_text(column.type)
     if found.type != want:

@@ -59,6 +59,7 @@ from delta_contracts.engine.local.routes import (
     features_of,
     has_row_tracking,
     is_column_mapped,
+    is_placed,
     known_to_sail_by_location_only,
     lacks_delta_rs_writer_features,
     merges_into_identity_columns,
@@ -124,6 +125,10 @@ UNQUOTED_CHECK = refused(
 )
 DELTA_RS_LACKS_FEATURES = by_delta_spark("delta-rs cannot commit to a table with the writer features {}")
 DELTA_RS_NO_MAPPED_ADD = by_delta_spark("delta-rs cannot add columns to a column-mapped table")
+DELTA_RS_ADDS_LAST = by_delta_spark(
+    "delta-rs adds columns only at the end and Sail has no ADD COLUMNS: a column placed before others "
+    "(the contract's order) needs ADD COLUMNS … AFTER/FIRST"
+)
 SAIL_ALTER_BY_LOCATION = by_delta_spark(
     "Sail's ALTER COLUMN fails after committing on a table it knows only by location (not created by this "
     "engine in this process)"
@@ -207,10 +212,21 @@ def catch_up_on_sail(engine: LocalEngine, op: CatchUpRows, tag: str | None) -> O
         apply_old_changes(engine, local, versions, tag)
         insert = fence_statement(local, source_version=versions.source, stamp_version=versions.stamp)
         engine.sql(x.sql(insert))
-        return engine.outcome(op, "sql", "fence")
+        return engine.outcome(op, "sql", catch_up_detail(op))
     engine.sql(render(local))
-    merged_on = op.key or op.partition_by  # a key, or the partitions strategy's partition columns
-    return engine.outcome(op, "sql", f"merged on {', '.join(merged_on)}")
+    return engine.outcome(op, "sql", catch_up_detail(op))
+
+
+def catch_up_detail(op: CatchUpRows) -> str:
+    """How the catch-up matched rows, as its report says: by key, by partition, or (a fence without a unique
+    key) by whole rows."""
+    if op.strategy is CatchUpStrategy.INSERT_MISSING:
+        if op.key:
+            return f"carried the old table's inserts, updates and deletes by key ({', '.join(op.key)})"
+        return "inserted the old rows the new table lacks, compared as whole rows (no unique key)"
+    if op.strategy is CatchUpStrategy.PARTITIONS:
+        return f"replaced the partitions ({', '.join(op.partition_by)}) that differ"
+    return f"merged on {', '.join(op.key)}"
 
 
 def last_catch_up_on_sail(engine: LocalEngine, op: LastCatchUp, tag: str | None) -> OpOutcome:
@@ -332,7 +348,12 @@ def unchanged_shape(op: Op, shape: TableShape) -> TableShape:
 
 
 def added_shape(op: AddColumn, shape: TableShape) -> TableShape:
-    return replace(shape, columns=(*shape.columns, replace(op.column, nullable=True, default=None)))
+    column = replace(op.column, nullable=True, default=None)
+    if op.first:
+        return replace(shape, columns=(column, *shape.columns))
+    names = [c.name.casefold() for c in shape.columns]
+    at = names.index(op.after.casefold()) + 1 if op.after.casefold() in names else len(names)
+    return replace(shape, columns=(*shape.columns[:at], column, *shape.columns[at:]))
 
 
 def dropped_shape(op: DropColumns, shape: TableShape) -> TableShape:
@@ -451,7 +472,11 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
         AddColumn: LocalOp(
             Capability(
                 Route(How.DELTA_RS),
-                unless=(Case(is_column_mapped, DELTA_RS_NO_MAPPED_ADD), UNLESS_DELTA_RS_LACKS_FEATURES),
+                unless=(
+                    Case(is_column_mapped, DELTA_RS_NO_MAPPED_ADD),
+                    Case(is_placed, DELTA_RS_ADDS_LAST),
+                    UNLESS_DELTA_RS_LACKS_FEATURES,
+                ),
             ),
             delta_rs=add_column_by_delta_rs,
             reshape=added_shape,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from delta_contracts.live import LEGACY_WRITER_FEATURES, LiveTable
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
-from delta_contracts.plan.ops import AddCheck, CreateTable, Op
+from delta_contracts.plan.ops import AddCheck, AddColumn, CreateTable, Op
 from delta_contracts.sql import expressions as x
 
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
@@ -71,6 +71,11 @@ def writer_features_delta_rs_lacks(op: Op, facts: TableFacts) -> str:
 
 def is_column_mapped(op: Op, facts: TableFacts) -> bool:
     return facts.mapped
+
+
+def is_placed(op: AddColumn, facts: TableFacts) -> bool:
+    """The column goes before others (the contract's order), not at the end."""
+    return op.first or bool(op.after)
 
 
 def known_to_sail_by_location_only(op: Op, facts: TableFacts) -> bool:

@@ -10,8 +10,8 @@
 -- === expand: metadata-only additions; safe for current readers ===
 -- [1] set delta.feature.allowColumnDefaults=supported (column defaults)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.feature.allowColumnDefaults'='supported');
--- [2] add column channel string (new column)
-ALTER TABLE `payments`.`transactions` ADD COLUMNS (`channel` STRING);
+-- [2] add column channel string after legacy_channel (new column)
+ALTER TABLE `payments`.`transactions` ADD COLUMNS (`channel` STRING AFTER `legacy_channel`);
 -- [3] set default of channel to 'web' (default)
 ALTER TABLE `payments`.`transactions` ALTER COLUMN `channel` SET DEFAULT 'web';
 

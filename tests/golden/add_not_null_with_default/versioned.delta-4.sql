@@ -10,8 +10,8 @@
 -- === expand: metadata-only additions; safe for current readers ===
 -- [1] set delta.feature.allowColumnDefaults=supported (column defaults)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta.feature.allowColumnDefaults'='supported');
--- [2] add column channel string (new column)
-ALTER TABLE `payments`.`transactions__v2` ADD COLUMNS (`channel` STRING);
+-- [2] add column channel string after legacy_channel (new column)
+ALTER TABLE `payments`.`transactions__v2` ADD COLUMNS (`channel` STRING AFTER `legacy_channel`);
 -- [3] set default of channel to 'web' (default)
 ALTER TABLE `payments`.`transactions__v2` ALTER COLUMN `channel` SET DEFAULT 'web';
 -- [4] view payments.transactions -> payments.transactions__v2 (the alias view shows the new columns and types)

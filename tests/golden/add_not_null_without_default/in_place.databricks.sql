@@ -7,8 +7,8 @@
 --   - payments.transactions: streaming readers need the reader option skipChangeCommits=true: a Delta stream refuses the rows the backfill UPDATEs rewrite
 
 -- === expand: metadata-only additions; safe for current readers ===
--- [1] add column region string (new column)
-ALTER TABLE `payments`.`transactions` ADD COLUMNS (`region` STRING);
+-- [1] add column region string after legacy_channel (new column)
+ALTER TABLE `payments`.`transactions` ADD COLUMNS (`region` STRING AFTER `legacy_channel`);
 
 -- === populate: data work; resumable ===
 -- [2] backfill region = 'unknown' (fill existing rows (the contract's fill))

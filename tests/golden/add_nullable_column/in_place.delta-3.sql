@@ -5,8 +5,8 @@
 --   - payments.transactions: streaming readers stop at a schema change; restart them after apply
 
 -- === expand: metadata-only additions; safe for current readers ===
--- [1] add column note string (new column)
-ALTER TABLE `payments`.`transactions` ADD COLUMNS (`note` STRING COMMENT 'Free text.');
+-- [1] add column note string after legacy_channel (new column)
+ALTER TABLE `payments`.`transactions` ADD COLUMNS (`note` STRING COMMENT 'Free text.' AFTER `legacy_channel`);
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
 -- [2] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=f806c19bc80d3b23, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)

@@ -5,8 +5,8 @@
 --   - payments.transactions__v2: streaming readers stop at a schema change; restart them after apply
 
 -- === expand: metadata-only additions; safe for current readers ===
--- [1] add column note string (new column)
-ALTER TABLE `payments`.`transactions__v2` ADD COLUMNS (`note` STRING COMMENT 'Free text.');
+-- [1] add column note string after legacy_channel (new column)
+ALTER TABLE `payments`.`transactions__v2` ADD COLUMNS (`note` STRING COMMENT 'Free text.' AFTER `legacy_channel`);
 -- [2] view payments.transactions -> payments.transactions__v2 (the alias view shows the new columns and types)
 CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `note` AS `note`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
 

@@ -11,8 +11,8 @@
 -- === expand: metadata-only additions; safe for current readers ===
 -- [1] set delta.columnMapping.mode=name, delta.minReaderVersion=2, delta.minWriterVersion=5 (DROP COLUMN needs column mapping)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.columnMapping.mode'='name', 'delta.minReaderVersion'='2', 'delta.minWriterVersion'='5');
--- [2] add column amount_paise bigint (rename txn_amt_paise)
-ALTER TABLE `payments`.`transactions` ADD COLUMNS (`amount_paise` BIGINT COMMENT 'Amount in paise.');
+-- [2] add column amount_paise bigint after txn_id (rename txn_amt_paise)
+ALTER TABLE `payments`.`transactions` ADD COLUMNS (`amount_paise` BIGINT COMMENT 'Amount in paise.' AFTER `txn_id`);
 
 -- === populate: data work; resumable ===
 -- [3] backfill amount_paise = `txn_amt_paise` (copy txn_amt_paise)

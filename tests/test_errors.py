@@ -151,7 +151,7 @@ MEANINGS = {
         "delta_contracts.engine.base.EngineError",
         "delta_contracts.engine.base.PartialOpError",
         "delta_contracts.engine.base.PreconditionFailedError",
-        "delta_contracts.engine.base.ChangedSinceFenceError",  # the drop would lose rows written after the fence
+        "delta_contracts.engine.base.ChangedSinceFenceError",  # a drop losing rows written after the fence
         "delta_contracts.engine.retry.CommitConflictError",
         "delta_contracts.plan.ops.DuplicateOpKindError",  # two op classes of one kind: the package is broken
         "delta_contracts.cli.demo.DemoStoppedError",  # demo: a step ended otherwise than it must

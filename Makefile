@@ -7,10 +7,12 @@ DELTA3_VENV ?= .venv-delta3
 
 .PHONY: demo test test-exhaustive lint typecheck clean jars chromium delta3
 
+# setuptools prints a 12-line warning box for every editable install, --quiet or not: the install's output is
+# kept in the virtualenv's install.log and shown only when it fails.
 $(BIN)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' >$(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
 	touch $@
 
 # delta-spark's jars and Derby's network server and client (a shared metastore's tests): resolved once from

@@ -21,24 +21,13 @@ def jars_command(targets: TargetsArgument = None) -> None:
     """Fetch delta-spark's jars with Maven into ~/.cache/delta-contracts (DELTA_CONTRACTS_CACHE), where the
     spark engine and the local engine's in-place column drops find them. Exit 0 fetched or cached, 2 they
     cannot be had here."""
-    from delta_contracts.engine.jars import (
-        DERBY_GROUP,
-        JARS_ENV,
-        TARGETS,
-        JarsUnavailableError,
-        derby_jars,
-        pyspark_derby_version,
-        resolve_with_maven,
-    )
+    from delta_contracts.engine.jars import JARS_ENV, TARGETS, JarsUnavailableError, fetch
 
     for target in targets or ["delta-4"]:
         if target != "derby" and target not in TARGETS:
             raise UsageError(f"unknown target {target}: give {', '.join([*TARGETS, 'derby'])}")
         try:
-            if target == "derby":
-                folder, what = derby_jars(), f"{DERBY_GROUP}:derbynet:{pyspark_derby_version()}"
-            else:
-                folder, what = resolve_with_maven(target), TARGETS[target].coordinates
+            folder, what = fetch(target)
         except JarsUnavailableError as err:
             raise UsageError(
                 f"{target}: {err}",

@@ -208,16 +208,21 @@ def availability(target: str = "delta-4") -> tuple[bool, str]:
     return True, ""
 
 
+def fetch(target: str) -> tuple[Path, str]:
+    """Fill the jar cache for one target (`delta-4`, `delta-3` or `derby`): the folder of its jars and the
+    Maven coordinates they came from."""
+    if target == "derby":
+        return derby_jars(), f"{DERBY_GROUP}:derbynet:{pyspark_derby_version()}"
+    return resolve_with_maven(target), TARGETS[target].coordinates
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m delta_contracts.engine.jars [TARGET…]`: fill the jar cache (the Makefile runs this); the
     target `derby` fetches Derby's network client and server (a shared metastore, docs/engines.md)."""
     targets = (argv if argv is not None else sys.argv[1:]) or ["delta-4"]
     for target in targets:
         try:
-            if target == "derby":
-                folder, what = derby_jars(), f"{DERBY_GROUP}:derbynet:{pyspark_derby_version()}"
-            else:
-                folder, what = resolve_with_maven(target), TARGETS[target].coordinates
+            folder, what = fetch(target)
         except JarsUnavailableError as err:
             print(f"error: {target}: {err}", file=sys.stderr)
             return err.exit_code

@@ -244,10 +244,11 @@ FolderOption = Annotated[
 
 
 def demo_command(folder: FolderOption = None) -> None:
-    """The life of the example tables, in a folder of the demo's own (the example project ships in the
-    package; nothing in the working folder is read or written): apply every committed migration of
-    sales.orders, the drops held at their gates and why, telemetry naming a reader, history, status, drift,
-    then the drops forced with a recorded reason."""
+    """The life of the example tables, in a folder of the demo's own.
+
+    The example project ships in the package; nothing in the working folder is read or written. The demo
+    applies every committed migration of sales.orders, shows the drops held at their gates and why,
+    telemetry naming a reader, history, status and drift, then forces the drops with a recorded reason."""
     if folder is not None and folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise UsageError(
             f"{folder} is not an empty folder: the demo builds its project in a folder of its own"

@@ -60,9 +60,14 @@ class NotFieldwiseError(ValueError):
     """The two types differ in a way no field-by-field change in place says (caught in this module)."""
 
 
+def path_text(path: Path) -> str:
+    """A field path as a contract and a user write it, `addr.zip` (a column path, never a table id)."""
+    return ".".join(path)
+
+
 def dotted(column: str, path: Path) -> str:
-    """A field's path as a user reads it, `addr.zip`."""
-    return ".".join((column, *path))
+    """A field's path from its column as a user reads it, `addr.zip`."""
+    return path_text((column, *path))
 
 
 def parse_path(text: str) -> Path:
@@ -214,7 +219,7 @@ def _struct(
 
 
 def _at(path: Path) -> str:
-    return ".".join(path) if path else "the column"
+    return path_text(path) if path else "the column"
 
 
 def _old_name_of(field: StructField, became: list[tuple[StructField, StructField | None]]) -> str:

@@ -17,7 +17,14 @@ from typing import ClassVar
 from sqlglot import exp
 
 from delta_contracts.contract.model import Column
-from delta_contracts.contract.nested import Path, field_at, field_changes, is_nested, parse_path
+from delta_contracts.contract.nested import (
+    Path,
+    field_at,
+    field_changes,
+    is_nested,
+    parse_path,
+    path_text,
+)
 from delta_contracts.contract.types import (
     ArrayType,
     MapType,
@@ -62,7 +69,7 @@ class FieldIs(TableCondition):
         return _live_field_type(live, self.path) == parse_type(self.type)
 
     def describe(self) -> str:
-        return f"{self.table}: field {'.'.join(self.path)} is {self.type}"
+        return f"{self.table}: field {path_text(self.path)} is {self.type}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +83,7 @@ class FieldPresent(TableCondition):
         return _live_field_type(live, self.path) is not None
 
     def describe(self) -> str:
-        return f"{self.table}: field {'.'.join(self.path)} is there"
+        return f"{self.table}: field {path_text(self.path)} is there"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +98,7 @@ class FieldAbsent(TableCondition):
         return _live_field_type(live, self.path) is None
 
     def describe(self) -> str:
-        return f"{self.table}: no field {'.'.join(self.path)}"
+        return f"{self.table}: no field {path_text(self.path)}"
 
 
 def field_name(path: tuple[str, ...]) -> exp.Expr:
@@ -114,7 +121,7 @@ class AddField(Op):
         return FieldIs(self.table, self.path, self.type)
 
     def summary(self) -> str:
-        return f"add field {'.'.join(self.path)} {self.type}"
+        return f"add field {path_text(self.path)} {self.type}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,7 +137,7 @@ class WidenField(Op):
         return FieldIs(self.table, self.path, self.to_type)
 
     def summary(self) -> str:
-        return f"widen field {'.'.join(self.path)} {self.from_type} -> {self.to_type}"
+        return f"widen field {path_text(self.path)} {self.from_type} -> {self.to_type}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,7 +154,7 @@ class RenameField(Op):
         return AllOf((FieldPresent(self.table, renamed), FieldAbsent(self.table, self.path)))
 
     def summary(self) -> str:
-        return f"rename field {'.'.join(self.path)} to {self.new_name}"
+        return f"rename field {path_text(self.path)} to {self.new_name}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -164,7 +171,7 @@ class DropField(Op):
         return FieldAbsent(self.table, self.path)
 
     def summary(self) -> str:
-        return f"drop field {'.'.join(self.path)}"
+        return f"drop field {path_text(self.path)}"
 
 
 FieldEdit = Callable[[StructType, str], StructType]

@@ -39,12 +39,22 @@ def without_time_travel(statement: str, location: Callable[[TableId], str], sess
             from deltalake import DeltaTable
 
             name = f"{VIEW_PREFIX}{len(views)}"
-            session.createDataFrame(
-                DeltaTable(path, version=version).to_pyarrow_table()
-            ).createOrReplaceTempView(name)
+            _frame(session, DeltaTable(path, version=version).to_pyarrow_table()).createOrReplaceTempView(
+                name
+            )
             views[(path, version)] = name
         replacement = exp.Table(this=x.ident(name))
         if table.alias:
             replacement.set("alias", table.args["alias"])
         table.replace(replacement)
     return x.sql(tree) if found else statement
+
+
+def _frame(session: Any, rows: Any) -> Any:
+    """A DataFrame of an Arrow table; an empty one (an old table with no rows at that version, the fence's usual
+    case) is given its schema, which Spark Connect cannot infer from no rows (CANNOT_INFER_EMPTY_SCHEMA)."""
+    if rows.num_rows:
+        return session.createDataFrame(rows)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return session.createDataFrame([], schema=from_arrow_schema(rows.schema))

@@ -3,12 +3,16 @@ last checkpoint with `Missing commit file: expected version 0, found <checkpoint
 12 commits, delta-rs checkpointing at 10, reads versions 10 and 11 and refuses 3, 7 and 9). delta-rs reads
 every version its log keeps, so each such reference is replaced by a temporary view of the table as delta-rs
 reads it at that version (its Arrow data, types kept): the statements that read an older version (the
-versioned cutover's fence, the drop's comparison with it) are small reads of old versions' tables.
+versioned cutover's fence, the drop's comparison with it) are small reads of old versions' tables. A version
+Sail can read (from the last checkpoint on) is left to Sail: delta-rs 1.6 refuses some reader features Sail
+reads (`typeWidening`: "not yet supported by the deltalake reader").
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from sqlglot import exp
@@ -34,6 +38,8 @@ def without_time_travel(statement: str, location: Callable[[TableId], str], sess
     for table in found:
         version = int(table.args["version"].expression.name)
         path = location(TableId(tuple(p.name for p in table.parts)))
+        if version >= _last_checkpoint(path):
+            continue  # Sail reads it; delta-rs 1.6 cannot read every table Sail can (type widening)
         name = views.get((path, version))
         if name is None:
             from deltalake import DeltaTable
@@ -47,14 +53,23 @@ def without_time_travel(statement: str, location: Callable[[TableId], str], sess
         if table.alias:
             replacement.set("alias", table.args["alias"])
         table.replace(replacement)
-    return x.sql(tree) if found else statement
+    return x.sql(tree) if views else statement
 
 
 def _frame(session: Any, rows: Any) -> Any:
-    """A DataFrame of an Arrow table; an empty one (an old table with no rows at that version, the fence's usual
-    case) is given its schema, which Spark Connect cannot infer from no rows (CANNOT_INFER_EMPTY_SCHEMA)."""
+    """A DataFrame of an Arrow table; an empty one (an old table with no rows at that version, the fence's
+    usual case) gets its schema: Spark Connect infers none from no rows (CANNOT_INFER_EMPTY_SCHEMA)."""
     if rows.num_rows:
         return session.createDataFrame(rows)
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return session.createDataFrame([], schema=from_arrow_schema(rows.schema))
+
+
+def _last_checkpoint(location: str) -> int:
+    """The version of the table's last checkpoint (0 without one): Sail reads every version from it on."""
+    marker = Path(location.removeprefix("file://")) / "_delta_log" / "_last_checkpoint"
+    try:
+        return int(json.loads(marker.read_text(encoding="utf-8"))["version"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0

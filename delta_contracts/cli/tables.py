@@ -107,15 +107,21 @@ def _physical(contracts: ContractSet, contract: Contract) -> tuple[TableId, str 
 
 
 def _contract_live_table_is_at(
-    contracts: ContractSet, contract: Contract, table: LiveTable | None, entries: Sequence[LedgerEntry]
-) -> tuple[Contract, list[DriftItem]]:
-    """The contract a live table must match, and what is pending. While a planned migration has not finished
-    (a versioned cutover waiting behind a held drop, say), the table is still at the version it is stamped
+    contracts: ContractSet,
+    contract: Contract,
+    table: LiveTable | None,
+    entries: Sequence[LedgerEntry],
+    physical: TableId,
+) -> tuple[Contract, list[DriftItem], tuple[str, ...] | None]:
+    """The contract a live table must match, what is pending, and the column order its migrations made up to
+    that contract (None when they did not make the table). While a planned migration has not finished (a
+    versioned cutover waiting behind a held drop, say), the table is still at the version it is stamped
     with: what the later contract changes is pending, not drift. The pending migrations are reported, with
     why they wait (the ledger's `held` rows), as information."""
     from delta_contracts.apply.status import pending_migrations
     from delta_contracts.cli.common import migrations_root
     from delta_contracts.marks import STAMP_VERSION
+    from delta_contracts.plan.column_order import history_order
     from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.state.ledger import Status
     from delta_contracts.tables.drift import DriftItem
@@ -125,14 +131,15 @@ def _contract_live_table_is_at(
         verify(folder)
         history = load_history(folder, contracts.names)
     except IntegrityError:
-        return contract, []  # `_physical` reports the unreadable folder
+        return contract, [], None  # `_physical` reports the unreadable folder
     pending = pending_migrations(history, entries, contract.id)
     stamped = None if table is None else table.properties.get(STAMP_VERSION)
+    made = history_order(history, stamped or contract.version, physical)
     if not pending or stamped is None or stamped == contract.version:
-        return contract, []
+        return contract, [], made
     at = [stored for stored in history if stored.migration.to_version == stamped]
     if not at:
-        return contract, []
+        return contract, [], made
     items = []
     to_version = {stored.migration_id: stored.migration.to_version for stored in history}
     for waiting in pending:
@@ -150,7 +157,7 @@ def _contract_live_table_is_at(
             "migration changes is not drift"
         )
         items.append(DriftItem("pending", waiting.migration_id, contract.version, stamped, message, False))
-    return at[-1].contract, items
+    return at[-1].contract, items, made
 
 
 def create_command(
@@ -261,8 +268,10 @@ def drift_command(
                 lambda t: describe(t) is not None,
             )
             table = describe(physical)
-            expected, pending = _contract_live_table_is_at(contracts, item.contract, table, entries)
-            items = [*pending, *table_drift(expected, table, physical)]
+            expected, pending, order = _contract_live_table_is_at(
+                contracts, item.contract, table, entries, physical
+            )
+            items = [*pending, *table_drift(expected, table, physical, order)]
             if unreadable is not None:
                 items.insert(0, DriftItem("migrations", "", None, None, unreadable))
             items += alias_drift(

@@ -202,6 +202,10 @@ class Op:
     def summary(self) -> str:
         return f"{self.kind} {self.table}"
 
+    def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        """What the op does to the top-level column order of the tables in `tables` (keyed by table id), as
+        `plan.column_order` replays a history; most ops leave it."""
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         # Not zero-argument super(): its `__class__` cell is the class `@dataclass(slots=True)` replaced.
         super(Op, cls).__init_subclass__(**kwargs)
@@ -222,6 +226,9 @@ class CreateTable(Op):
 
     def summary(self) -> str:
         return f"create table {self.table} ({len(self.columns)} columns)"
+
+    def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        tables[self.table] = [c.name for c in self.columns]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -246,6 +253,19 @@ class AddColumn(Op):
         if self.first:
             return " first"
         return f" after {self.after}" if self.after else ""
+
+    def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        columns = tables.get(self.table)
+        if columns is None:
+            return
+        folded = [c.casefold() for c in columns]
+        if self.first:
+            at = 0
+        elif self.after and self.after.casefold() in folded:
+            at = folded.index(self.after.casefold()) + 1
+        else:
+            at = len(columns)
+        columns.insert(at, self.column.name)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -704,6 +724,10 @@ class RenameTable(Op):
     def summary(self) -> str:
         return f"rename table {self.table} -> {self.new_name}"
 
+    def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        if self.table in tables:
+            tables[self.new_name] = tables.pop(self.table)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateView(Op):
@@ -781,6 +805,11 @@ class DropColumns(Op):
     def summary(self) -> str:
         return f"drop columns {', '.join(self.columns)}"
 
+    def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        dropped = {c.casefold() for c in self.columns}
+        if self.table in tables:
+            tables[self.table] = [c for c in tables[self.table] if c.casefold() not in dropped]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DropTable(Op):
@@ -793,6 +822,9 @@ class DropTable(Op):
 
     def postcondition(self) -> Condition:
         return TableAbsent(self.table)
+
+    def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        tables.pop(self.table, None)
 
     def precondition(self) -> Condition | None:
         if self.left_behind is None:

@@ -369,12 +369,14 @@ def _live(
 ) -> tuple[list[DriftItem], dict[str, str]]:
     from delta_contracts.apply.status import live_physical
     from delta_contracts.marks import STAMP_VERSION
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+    from delta_contracts.plan.column_order import history_order
+    from delta_contracts.plan.migrations import IntegrityError, StoredMigration, load_history, table_folder
     from delta_contracts.plan.planner import initial_state
     from delta_contracts.state.ledger import claimed
     from delta_contracts.tables.drift import alias_drift, commit_drift, table_drift
 
     contract = loaded.contract
+    history: list[StoredMigration] = []
     try:
         history = load_history(table_folder(project.root / project.project.migrations, contract.id), names)
         planned = history[-1].state.physical if history else names.physical(initial_state(contract).physical)
@@ -384,7 +386,9 @@ def _live(
     alias = names.physical(contract.table_parts)
     physical = live_physical(alias, planned, views, lambda t: engine.describe(t) is not None)
     table = engine.describe(physical)
-    items = table_drift(contract, table, physical) + alias_drift(contract, physical, views, alias)
+    stamped = None if table is None else table.properties.get(STAMP_VERSION)
+    order = history_order(history, stamped or contract.version, physical) if history else None
+    items = table_drift(contract, table, physical, order) + alias_drift(contract, physical, views, alias)
     if table is not None:
         known = entries or []
         items += commit_drift(engine.history(physical), lambda v: claimed(known, physical, v))

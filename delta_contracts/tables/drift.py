@@ -70,11 +70,16 @@ def comparator(function: Comparator) -> Comparator:
     return function
 
 
-def table_drift(contract: Contract, live: LiveTable | None, physical: TableId) -> list[DriftItem]:
+def table_drift(
+    contract: Contract, live: LiveTable | None, physical: TableId, order: Sequence[str] | None = None
+) -> list[DriftItem]:
+    """What differs between the live table and the contract. `order`: the column order the table's
+    migration history made (`plan.column_order`), which its columns must keep; the contract's without one."""
     if live is None:
         name = str(physical)
         return [DriftItem("missing-table", "", name, None, f"table {name} does not exist")]
-    return [item for compare in COMPARATORS for item in compare(contract, live)]
+    items = [item for compare in COMPARATORS for item in compare(contract, live)]
+    return items + list(_column_order(contract, live, order))
 
 
 def deprecated_columns(live: LiveTable) -> set[str]:
@@ -119,17 +124,24 @@ def _declared_columns(contract: Contract, live: LiveTable) -> Iterator[DriftItem
         yield from _column_comment(column, found)
 
 
-@comparator
-def _column_order(contract: Contract, live: LiveTable) -> Iterator[DriftItem]:
+def _column_order(contract: Contract, live: LiveTable, order: Sequence[str] | None) -> Iterator[DriftItem]:
     """The contract's columns in the table's order: a positional `INSERT … VALUES` or `SELECT *` written
     against one table of the contract must mean the same on another. Columns missing from the table, or
     that the contract does not list (deprecated, extra), are reported by their own comparators."""
     declared = {c.name.casefold(): c.name for c in contract.columns}
     actual = [declared[c.name.casefold()] for c in live.columns if c.name.casefold() in declared]
     present = {name.casefold() for name in actual}
-    wanted = [c.name for c in contract.columns if c.name.casefold() in present]
+    ranked = [c.name for c in contract.columns] if order is None else [*order]
+    ranked += [c.name for c in contract.columns if c.name.casefold() not in {r.casefold() for r in ranked}]
+    seen: set[str] = set()
+    wanted = []
+    for name in ranked:
+        if name.casefold() in present and name.casefold() not in seen:
+            seen.add(name.casefold())
+            wanted.append(declared[name.casefold()])
     if actual != wanted:
-        message = f"column order is ({', '.join(actual)}), contract says ({', '.join(wanted)})"
+        said = "contract says" if order is None else "its migrations made"
+        message = f"column order is ({', '.join(actual)}), {said} ({', '.join(wanted)})"
         yield DriftItem("column-order", "", ", ".join(wanted), ", ".join(actual), message)
 
 

@@ -18,7 +18,9 @@ with other work it shows how much CPU the run got).
 `--public N`: instead, the public history of tests/data/history (N rows; the issue's was 19,211): every
 statement must be answered.
 
-Run: PYTHONPATH=. .venv/bin/python bench/bench_telemetry.py [--rows N] [--sample N] [--public N]
+Run: PYTHONPATH=. .venv/bin/python bench/bench_telemetry.py [--rows N] [--distinct SHARE|COUNT ...]
+[--sample N] [--public N]; the target at scale: `--rows 10000000 --distinct 1000000` collected in under 60 s
+on two cores.
 """
 
 from __future__ import annotations
@@ -240,7 +242,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--sample", type=int, default=5_000)
-    parser.add_argument("--distinct", type=float, nargs="*", default=[0.01, 0.10])
+    parser.add_argument(
+        "--distinct",
+        type=float,
+        nargs="*",
+        default=[0.01, 0.10],
+        help="distinct texts: a share of the rows (at most 1) or a count (above 1); several for several runs",
+    )
     parser.add_argument("--public", type=int, default=0, help="run the public history of N rows instead")
     args = parser.parse_args()
     print(f"cores: {len(os.sched_getaffinity(0))}; load average now: {os.getloadavg()[0]:.1f}")
@@ -254,9 +262,10 @@ def main() -> None:
             print(f"public history: {args.public:,} rows")
             collect_once(root, history, "public")
             return
-        for share in args.distinct:
-            history = root / f"history-{share}.parquet"
-            distinct = int(args.rows * share)
+        for wanted in args.distinct:
+            distinct = int(args.rows * wanted) if wanted <= 1 else int(wanted)
+            share = distinct / args.rows
+            history = root / f"history-{distinct}.parquet"
             began = time.perf_counter()
             generate(history, args.rows, distinct)
             print(

@@ -39,6 +39,11 @@ from tests.recipes import base_contract, pair
 T = ("payments", "transactions")
 
 
+# A rewritten rule's swap: the new form under a bridge name, the old dropped, the new added, the bridge
+# dropped.
+SWAP = ["add_check", "drop_check", "add_check", "drop_check"]
+
+
 def ops_of(recipe: str, target: Target = Target.DELTA_4, versioning: str = "in_place") -> list[Op]:
     old, new = pair(recipe, versioning)
     migration, _ = plan(old, new, target)
@@ -143,23 +148,41 @@ def test_rename_is_add_populate_deprecate_drop() -> None:
     assert [f.phase for f in fills] == [Phase.POPULATE, Phase.CUTOVER, Phase.CONTRACT]
     assert {f.expression for f in fills} == {"`txn_amt_paise`"}
     cutover = [op for op in ops if op.phase is Phase.CUTOVER]
-    readded = {op.name: op.expression for op in cutover if isinstance(op, AddCheck)}
-    assert readded["amount_positive_when_ok"] == "`status` <> 'OK' OR `amount_paise` > 0"
-    assert readded["amount_paise_not_null"] == "NOT `amount_paise` IS NULL"
-    assert readded["amount_paise_min"] == "`amount_paise` >= 1"
-    # the table constraint reading the old column is swapped for its rewritten form in cutover
-    swap = [op.kind for op in cutover if getattr(op, "name", "") == "amount_positive_when_ok"]
-    assert swap == ["drop_check", "add_check"]
+    # Every rule over the renamed column reads both shapes of a row until the contract phase: an old
+    # producer sets only txn_amt_paise, and its row is held to the rule it was held to before.
+    both = {op.name: op.expression for op in cutover if isinstance(op, AddCheck)}
+    assert both == {
+        "dc_amount_paise_not_null_both": "NOT (COALESCE(`amount_paise`, `txn_amt_paise`)) IS NULL",
+        "dc_amount_paise_min_both": "(COALESCE(`amount_paise`, `txn_amt_paise`)) >= 1",
+        "dc_amount_positive_when_ok_both": (
+            "`status` <> 'OK' OR (COALESCE(`amount_paise`, `txn_amt_paise`)) > 0"
+        ),
+    }
     mark = next(op for op in cutover if isinstance(op, MarkDeprecated))
     assert dict(mark.properties)["delta_contracts.deprecated.columns"] == '["txn_amt_paise"]'
-    # then the old column is relaxed, so producers may stop writing it, before the stamp
-    relaxed = [(op.kind, getattr(op, "name", getattr(op, "column", ""))) for op in cutover[-4:-1]]
+    # then the old rules go, each after the bridge that stands for it, so producers may stop writing the
+    # old column; before the stamp
+    relaxed = [(op.kind, getattr(op, "name", getattr(op, "column", ""))) for op in cutover[-5:-1]]
     assert relaxed == [
         ("drop_check", "txn_amt_paise_min"),
+        ("drop_check", "amount_positive_when_ok"),
         ("drop_check", "txn_amt_paise_not_null"),
         ("drop_not_null", "txn_amt_paise"),
     ]
+    assert max(i for i, op in enumerate(cutover) if isinstance(op, AddCheck)) < len(cutover) - 5
     contract = [op for op in ops if op.phase is Phase.CONTRACT]
+    # the final forms between the CHECK that closes the old column and its drop, each before its bridge goes
+    assert [(op.kind, getattr(op, "name", "")) for op in contract[:8]] == [
+        ("last_catch_up", ""),
+        ("close_column", "dc_txn_amt_paise_closed"),
+        ("add_check", "amount_paise_not_null"),
+        ("drop_check", "dc_amount_paise_not_null_both"),
+        ("add_check", "amount_paise_min"),
+        ("drop_check", "dc_amount_paise_min_both"),
+        ("add_check", "amount_positive_when_ok"),
+        ("drop_check", "dc_amount_positive_when_ok_both"),
+    ]
+    contract = contract[:2] + contract[8:]
     assert [op.kind for op in contract] == [
         "last_catch_up",
         "close_column",
@@ -219,9 +242,9 @@ def test_widen_in_place_on_delta4_but_versioned_on_delta3() -> None:
     assert m4.strategy == "in_place"
     widen = next(op for op in m4.ops if isinstance(op, WidenType))
     assert render(widen) == "ALTER TABLE `payments`.`transactions` ALTER COLUMN `attempts` TYPE BIGINT"
-    # the CHECKs reading the column are dropped first and re-added after
-    dropped = [op.name for op in m4.ops if isinstance(op, DropCheck) and op.phase is Phase.EXPAND]
-    assert dropped == ["attempts_min", "attempts_max"]
+    # the CHECKs reading the column stand through the retype: never dropped, never re-added
+    assert not [op for op in m4.ops if isinstance(op, DropCheck | AddCheck)]
+    assert widen.checks_kept == ("attempts_min", "attempts_max")
     with pytest.raises(PlanError, match=r"DC-MF107 column attempts type changed: int -> bigint"):
         plan(old, new, Target.DELTA_3)
 
@@ -283,18 +306,22 @@ def test_removed_column_leaves_no_compat_view() -> None:
 @pytest.mark.parametrize(
     ("target", "kinds_expected"),
     [
-        # The enum rule loses its `IS NULL OR` guard once the column is NOT NULL, so it is swapped too.
-        (Target.DELTA_4, ["drop_check", "add_check", "add_check", "stamp_contract"]),
-        (Target.DATABRICKS, ["drop_check", "set_not_null", "add_check", "stamp_contract"]),
+        # The enum rule loses its `IS NULL OR` guard once the column is NOT NULL, so it is swapped too:
+        # the new form under a bridge name first, never absent (`plan.in_place_rules.swap`).
+        (Target.DELTA_4, ["add_check", *SWAP, "stamp_contract"]),
+        (Target.DATABRICKS, ["set_not_null", *SWAP, "stamp_contract"]),
     ],
 )
 def test_make_not_null(target: Target, kinds_expected: list[str]) -> None:
     ops = ops_of("make_not_null", target)
     assert kinds(ops, Phase.CUTOVER) == kinds_expected
-    tighten = next(op for op in ops if op.phase is Phase.CUTOVER and op.kind == kinds_expected[1])
+    tighten = next(op for op in ops if op.phase is Phase.CUTOVER and op.kind == kinds_expected[0])
     assert "`status` IS NULL" in tighten.precondition().predicate  # type: ignore[union-attr]
-    enum = [op for op in ops if isinstance(op, AddCheck) and op.name == "status_enum"]
-    assert enum[0].expression == "`status` IN ('OK', 'FAILED')"
+    enum = [op for op in ops if isinstance(op, AddCheck) and "status_enum" in op.name]
+    assert [(op.name, op.expression) for op in enum] == [
+        ("dc_status_enum_next", "`status` IN ('OK', 'FAILED')"),
+        ("status_enum", "`status` IN ('OK', 'FAILED')"),
+    ]
 
 
 def test_make_nullable_drops_both_forms_of_not_null() -> None:
@@ -307,8 +334,11 @@ def test_make_nullable_drops_both_forms_of_not_null() -> None:
 def test_tighten_check_swaps_rule_in_cutover() -> None:
     ops = ops_of("tighten_check")
     cutover = [op for op in ops if op.phase is Phase.CUTOVER]
-    assert [op.kind for op in cutover] == ["drop_check", "add_check", "stamp_contract"]
-    assert cutover[1].expression == "`attempts` IS NULL OR `attempts` >= 1"  # type: ignore[attr-defined]
+    assert [op.kind for op in cutover] == [*SWAP, "stamp_contract"]
+    names = [getattr(op, "name", "") for op in cutover[:4]]
+    assert names == ["dc_attempts_min_next", "attempts_min", "attempts_min", "dc_attempts_min_next"]
+    assert cutover[0].expression == "`attempts` IS NULL OR `attempts` >= 1"  # type: ignore[attr-defined]
+    assert cutover[2].expression == "`attempts` IS NULL OR `attempts` >= 1"  # type: ignore[attr-defined]
 
 
 def test_loosen_check_drops_rule_in_expand() -> None:

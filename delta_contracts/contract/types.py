@@ -391,3 +391,22 @@ def lossless_cast(from_type: str, to_type: str) -> bool:
     it in place). Any other type change needs the contract's `convert`, in `diff` as in `plan`."""
     old, new = parse_type(from_type), parse_type(to_type)
     return old == new or widens_to(old, new, 4)
+
+
+def holds_timestamp_ntz(text: str) -> bool:
+    """Whether a column of this type holds TIMESTAMP_NTZ values anywhere (a struct's field, an array's
+    element, a map's key or value included): Delta asks for the timestampNtz table feature before a table
+    gets one by ALTER TABLE (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT, measured on delta-spark 4.4)."""
+
+    def holds(t: SparkType) -> bool:
+        if isinstance(t, PrimitiveType):
+            return t.name == "timestamp_ntz"
+        if isinstance(t, ArrayType):
+            return holds(t.element)
+        if isinstance(t, MapType):
+            return holds(t.key) or holds(t.value)
+        if isinstance(t, StructType):
+            return any(holds(f.type) for f in t.fields)
+        return False
+
+    return holds(parse_type(text))

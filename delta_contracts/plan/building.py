@@ -27,6 +27,9 @@ from delta_contracts.target import Target
 COLUMN_MAPPING = ("delta.columnMapping.mode", "name")
 TYPE_WIDENING = ("delta.enableTypeWidening", "true")
 COLUMN_DEFAULTS = ("delta.feature.allowColumnDefaults", "supported")
+# ALTER TABLE gives a table a TIMESTAMP_NTZ value (a column or field added, a date widened) only once the
+# feature is on: Delta does not enable it for the statement (DELTA_FEATURES_REQUIRE_MANUAL_ENABLEMENT).
+TIMESTAMP_NTZ = ("delta.feature.timestampNtz", "supported")
 # Column mapping needs reader 2 / writer 5 (DESIGN.md, "Delta facts").
 MAPPING_PROTOCOL = (("delta.minReaderVersion", "2"), ("delta.minWriterVersion", "5"))
 

@@ -132,6 +132,8 @@ class WidenField(Op):
     path: tuple[str, ...]
     from_type: str
     to_type: str
+    checks_kept: tuple[str, ...] = ()  # as `WidenType.checks_kept`: the CHECKs reading the column stand
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("checks_kept",)
 
     def postcondition(self) -> Condition:
         return FieldIs(self.table, self.path, self.to_type)

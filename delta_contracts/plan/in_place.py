@@ -14,10 +14,10 @@ from delta_contracts.plan.building import (
     COLUMN_MAPPING,
     MAPPING_PROTOCOL,
     NOT_KEPT,
+    TIMESTAMP_NTZ,
     TYPE_WIDENING,
     Builder,
     TableState,
-    add_check,
     alias_columns,
     alias_view,
     column_spec,
@@ -33,11 +33,19 @@ from delta_contracts.plan.in_place_columns import (
     Placement,
     added_column,
     contract_index,
+    enable_timestamp_ntz,
     kept_column,
     placement,
-    tighten_not_null,
 )
 from delta_contracts.plan.in_place_fields import FieldPlan, plan_fields
+from delta_contracts.plan.in_place_rules import (
+    RulePlan,
+    checks_reading,
+    new_rules,
+    old_rules,
+    renamed_not_null,
+    renamed_values,
+)
 from delta_contracts.plan.ops import (
     AddColumn,
     Backfill,
@@ -45,7 +53,6 @@ from delta_contracts.plan.ops import (
     DropCheck,
     DropColumns,
     DropFeature,
-    DropNotNull,
     LastCatchUp,
     MarkDeprecated,
     Migration,
@@ -60,7 +67,6 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.purge import PurgeDroppedColumns
 from delta_contracts.plan.recluster import recluster_for
-from delta_contracts.plan.rules import not_null_rule
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
@@ -88,6 +94,11 @@ class _Context:
             self.b.warn(
                 f"{self.t}: column defaults need the allowColumnDefaults feature "
                 "(an irreversible protocol upgrade)"
+            )
+        if prop == TIMESTAMP_NTZ:
+            self.b.warn(
+                f"{self.t}: TIMESTAMP_NTZ needs the timestampNtz table feature (an irreversible protocol "
+                "upgrade: reader 3, writer 7; readers without the feature cannot read the table)"
             )
         if prop == COLUMN_MAPPING:
             self.b.warn(
@@ -119,9 +130,14 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
     widened = changes.widened
     widening_off = _turns_type_widening_off(ctx, changes, bool(widened))
     _table_layout(ctx, changes, held_back=frozenset({TYPE_WIDENING[0]}) if widening_off else frozenset())
-    relax = _old_rules(ctx, changes, going, widened)
+    rules = old_rules(b, t, changes, going)
+    standing = checks_reading(old, target)
     for kept in changes.kept:
-        kept_column(b, t, kept, target, ctx.enable)
+        kept_column(b, t, kept, target, ctx.enable, standing.get(kept.before.name.casefold(), ()))
+    copies = {
+        before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
+        for before, after in changes.renamed
+    }
     # In the contract's order, so that the column each is placed after is in the table when it is added.
     arriving = [(added, None) for added in changes.added] + [(a, b4) for b4, a in changes.renamed]
     for column, renamed_from in sorted(arriving, key=lambda pair: contract_index(new, pair[0].name)):
@@ -129,26 +145,22 @@ def plan_in_place(comparison: Comparison, state: TableState) -> tuple[Migration,
         if renamed_from is None:
             added_column(b, t, column, target, ctx.enable, place)
         else:
-            _renamed_column(ctx, renamed_from, column, place)
+            _renamed_column(ctx, renamed_from, column, place, copies, rules)
     renamed = frozenset(before.name.casefold() for before, _ in changes.renamed)
-    fields = plan_fields(b, t, new, changes.fields, renamed, target, ctx.enable)
+    fields = plan_fields(b, t, new, changes.fields, renamed, target, ctx.enable, standing)
     _clustering(ctx, changes)
     _change_feed_warnings(ctx, old, going, bool(changes.renamed))
-    _new_rules(ctx, changes, widened)
+    new_rules(b, t, changes, renamed_values(changes, copies), rules)
     _deprecation_marks(ctx, changes, new, going, fields)
-    for op in relax:
+    for op in rules.relax:
         b.add(op)
     recluster = recluster_for(t, changes.clustering.clustered_by) if changes.clustering else None
     if recluster is not None:
         b.add(recluster)
     b.add(stamp_op(t, new))
-    copies = {
-        before.name.casefold(): (after.name, converted(before.name, before.type, after.type))
-        for before, after in changes.renamed
-    }
     if widening_off:
         _type_widening_off(ctx, changes)
-    _contract_phase(ctx, new, going, copies)
+    _contract_phase(ctx, new, going, copies, rules.final)
     for name, drop in fields.drops:
         b.add(drop)
         _unlist_dropped(ctx, name, new.version)
@@ -230,56 +242,17 @@ def _change_feed_warnings(ctx: _Context, old: Contract, going: list[Column], ren
         )
 
 
-def _old_rules(
-    ctx: _Context, changes: ChangeSet, going: list[Column], widened: Mapping[str, str]
-) -> list[Op]:
-    """Drop the old rules the changes touch that must go, and return those relaxed at cutover (rules of
-    deprecated columns).
-
-    Delta refuses to retype a column a CHECK reads: such rules go before ALTER TYPE and come back in cutover.
-    Rules of columns on their way out are relaxed at cutover, so producers may stop writing them."""
-    b, t = ctx.b, ctx.t
-    new_rules = {rule.key: rule for rule in changes.new_rules}
-    going_names = {before.name.casefold() for before in going}
-    relax: list[Op] = []
-    for rule in changes.old_rules:
-        new_rule = new_rules.get(rule.key)
-        drop = DropCheck(table=t, phase=Phase.EXPAND, name=rule.name, reason="its column is retyped")
-        if retyped := sorted((c, widened[c]) for c in rule.columns if c in widened):
-            again = None if new_rule is None else new_rule.expression
-            b.add(replace(drop, replaced_by=again, retyped=tuple(retyped)))
-        elif new_rule is None and rule.columns & going_names:
-            relax.append(replace(drop, phase=Phase.CUTOVER, reason="rule of a deprecated column"))
-        elif new_rule is None:
-            b.add(replace(drop, reason="rule removed from the contract"))
-        elif new_rule.expression != rule.expression:
-            b.add(
-                replace(
-                    drop,
-                    phase=Phase.CUTOVER,
-                    replaced_by=new_rule.expression,
-                    reason="rule changed: swapped where it is re-added",
-                )
-            )
-    for before in going:
-        if not before.nullable:
-            relax.append(
-                DropCheck(
-                    table=t,
-                    phase=Phase.CUTOVER,
-                    name=not_null_rule(before.name).name,
-                    reason="deprecated column",
-                )
-            )
-            relax.append(
-                DropNotNull(table=t, phase=Phase.CUTOVER, column=before.name, reason="deprecated column")
-            )
-    return relax
-
-
-def _renamed_column(ctx: _Context, before: Column, after: Column, place: Placement) -> None:
+def _renamed_column(
+    ctx: _Context,
+    before: Column,
+    after: Column,
+    place: Placement,
+    copies: Mapping[str, tuple[str, str]],
+    rules: RulePlan,
+) -> None:
     """A rename in place: add the new column, copy, catch up at cutover; the old one is dropped later."""
     b, t = ctx.b, ctx.t
+    enable_timestamp_ntz(before.type, after.type, ctx.enable)
     b.add(
         AddColumn(
             table=t,
@@ -307,16 +280,8 @@ def _renamed_column(ctx: _Context, before: Column, after: Column, place: Placeme
         replace(fill, phase=Phase.CUTOVER, reason=f"catch rows written to {before.name} only since populate")
     )
     if not after.nullable:
-        tighten_not_null(b, t, after.name, ctx.target)
-
-
-def _new_rules(ctx: _Context, changes: ChangeSet, widened: Mapping[str, str]) -> None:
-    """Add the new rules the changes touch, unless one stands on the table as it is."""
-    old_rules = {rule.key: rule for rule in changes.old_rules}
-    for rule in changes.new_rules:
-        old_rule = old_rules.get(rule.key)
-        if old_rule is None or old_rule.expression != rule.expression or old_rule.columns & widened.keys():
-            ctx.b.add(add_check(ctx.t, Phase.CUTOVER, rule))
+        copy = copies[before.name.casefold()][1]
+        renamed_not_null(b, t, before, after, copy, ctx.target, rules)
 
 
 def _deprecation_marks(
@@ -409,13 +374,18 @@ def _type_widening_off(ctx: _Context, changes: ChangeSet) -> None:
 
 
 def _contract_phase(
-    ctx: _Context, new: Contract, going: list[Column], copies: Mapping[str, tuple[str, str]]
+    ctx: _Context,
+    new: Contract,
+    going: list[Column],
+    copies: Mapping[str, tuple[str, str]],
+    final_rules: Mapping[str, list[Op]],
 ) -> None:
     """One drop per column, each waiting for its own mark's window. A renamed column's drop comes after a
     last catch-up under the same gate: an old producer may still write only the old column after the
     cutover, and the drop would lose those values. Then a CHECK closes the old column to values the new one
     lacks (Delta checks every row as it adds it, and every commit after), so no such row can land between
-    that check and the drop; the drop runs while the CHECK stands, and the CHECK is dropped right after."""
+    that check and the drop; the drop runs while the CHECK stands, and the CHECK is dropped right after.
+    The rules over the new column take their final form between that CHECK and the drop (`in_place_rules`)."""
     for column in going:
         gate = gate_for(new, [f"{new.id}.{column.name}"], column_mark_key(column.name))
         copy = copies.get(column.name.casefold())
@@ -441,6 +411,10 @@ def _contract_phase(
                     reason=f"no row with a value only in {column.name} can land before the drop",
                 )
             )
+        # The rules over the renamed column in their final form once no old-shape row can land, each
+        # before its both-shapes bridge goes; so the old column is dropped with no bridge reading it.
+        for op in final_rules.get(column.name.casefold(), ()):
+            ctx.b.add(op)
         ctx.b.add(
             DropColumns(
                 table=ctx.t,

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from delta_contracts.contract.model import Column, Contract
-from delta_contracts.contract.types import canonical
+from delta_contracts.contract.types import canonical, holds_timestamp_ntz
 from delta_contracts.plan.building import (
     COLUMN_DEFAULTS,
+    TIMESTAMP_NTZ,
     TYPE_WIDENING,
     Builder,
     PlanError,
@@ -45,11 +46,26 @@ def tighten_not_null(b: Builder, t: TableId, column: str, target: Target) -> Non
     b.add(add_check(t, Phase.CUTOVER, not_null_rule(column), f"nullable: false ({NO_SET_NOT_NULL})"))
 
 
-def kept_column(b: Builder, t: TableId, kept: KeptColumn, target: Target, enable: Enable) -> None:
+def enable_timestamp_ntz(before: str | None, after: str, enable: Enable) -> None:
+    """The timestampNtz feature before the statement that brings the table its first TIMESTAMP_NTZ value."""
+    if holds_timestamp_ntz(after) and not (before is not None and holds_timestamp_ntz(before)):
+        enable(TIMESTAMP_NTZ, "TIMESTAMP_NTZ needs the timestampNtz table feature")
+
+
+def kept_column(
+    b: Builder,
+    t: TableId,
+    kept: KeptColumn,
+    target: Target,
+    enable: Enable,
+    checks: tuple[str, ...] = (),
+) -> None:
     """A column kept under its name: the type (DC-MF106), description (DC-DC605), default (DC-MF108) and
-    nullability (DC-MF104, DC-MF105) diff found changed; its checks are the rules' (`_old_rules`)."""
+    nullability (DC-MF104, DC-MF105) diff found changed; its checks are the rules' (`_old_rules`), and
+    `checks` those of them that read it and stand through its retype."""
     before, after = kept.before, kept.after
     if kept.has(*RETYPED):
+        enable_timestamp_ntz(before.type, after.type, enable)
         enable(TYPE_WIDENING, "type widening")
         b.add(
             WidenType(
@@ -58,6 +74,7 @@ def kept_column(b: Builder, t: TableId, kept: KeptColumn, target: Target, enable
                 column=after.name,
                 from_type=canonical(before.type),
                 to_type=canonical(after.type),
+                checks_kept=checks,
                 reason="widen type",
             )
         )
@@ -137,6 +154,7 @@ def added_column(
     b: Builder, t: TableId, column: Column, target: Target, enable: Enable, place: Placement
 ) -> None:
     spec = column_spec(column)
+    enable_timestamp_ntz(None, column.type, enable)
     if spec.default is not None:
         enable(COLUMN_DEFAULTS, "column defaults")
     added = AddColumn(table=t, phase=Phase.EXPAND, column=spec, reason="new column")

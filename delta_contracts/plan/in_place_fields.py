@@ -5,7 +5,7 @@ phase behind its deprecation gate, a field marked deprecated. Every op follows f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from delta_contracts.contract.model import Contract
@@ -14,6 +14,7 @@ from delta_contracts.diff.changes import Change
 from delta_contracts.marks import column_mark_key
 from delta_contracts.plan.building import COLUMN_MAPPING, TYPE_WIDENING, Builder, FieldChangeError, gate_for
 from delta_contracts.plan.fields import AddField, DropField, RenameField, WidenField
+from delta_contracts.plan.in_place_columns import enable_timestamp_ntz
 from delta_contracts.plan.ops import Phase
 from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
@@ -45,7 +46,10 @@ def plan_fields(
     renamed_columns: frozenset[str],
     target: Target,
     enable: Enable,
+    checks: Mapping[str, tuple[str, ...]],
 ) -> FieldPlan:
+    """The fields' ops; `checks`: folded column → the CHECKs that read it, which stand through a widening of
+    a field inside it (`WidenField.checks_kept`)."""
     changes = [(f.columns()[0].name, _nested(f)) for f in found]
     for column, _ in changes:
         if column.casefold() in renamed_columns:
@@ -59,6 +63,9 @@ def plan_fields(
     if FieldChangeKind.WIDENED in kinds:
         enable(TYPE_WIDENING, "type widening")
         b.warn(f"{t}: {target.type_widening_note}")
+    for _, nested in changes:
+        if nested.kind in (FieldChangeKind.ADDED, FieldChangeKind.WIDENED):
+            enable_timestamp_ntz(nested.old_type or None, nested.new_type, enable)
     for column, nested in changes:
         path = (column, *nested.path)
         if nested.kind is FieldChangeKind.ADDED and nested.new is not None:
@@ -82,6 +89,7 @@ def plan_fields(
                     path=path,
                     from_type=nested.old_type,
                     to_type=nested.new_type,
+                    checks_kept=checks.get(column.casefold(), ()),
                     reason="widen field type",
                 )
             )

@@ -324,6 +324,12 @@ class WidenType(Op):
     column: str
     from_type: str
     to_type: str
+    # The CHECKs that read the column and stand through the retype: Delta refuses ALTER COLUMN … TYPE of a
+    # column a CHECK reads (DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE) unless told not to check them
+    # (`plan.render.session_settings`); a widening keeps every value, so each still holds, and no CHECK is
+    # ever absent. Written to migration files only when set, so files from before stay byte for byte.
+    checks_kept: tuple[str, ...] = ()
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("checks_kept",)
 
     def postcondition(self) -> Condition:
         return ColumnTypeIs(self.table, self.column, self.to_type)
@@ -549,8 +555,21 @@ class AddCheck(Op):
     kind: ClassVar[str] = "add_check"
     name: str
     expression: str
+    # A bridge: the CHECK that stands while another is swapped (a rule rewritten: added under this name
+    # before the old one is dropped; a renamed column's rule over both columns until the contract phase),
+    # then dropped once the rule `stands_in_for` holds `final_expression`. Done once that one stands, so a
+    # re-run never adds the bridge again (its expression may read a column dropped since).
+    stands_in_for: str = ""
+    final_expression: str = ""
+    omitted_when_empty: ClassVar[tuple[str, ...]] = ("stands_in_for", "final_expression")
 
     def postcondition(self) -> Condition:
+        own = CheckIs(self.table, self.name, self.expression)
+        if not self.stands_in_for:
+            return own
+        return AnyOf((own, CheckIs(self.table, self.stands_in_for, self.final_expression)))
+
+    def result_condition(self) -> Condition:
         return CheckIs(self.table, self.name, self.expression)
 
     def precondition(self) -> Condition:

@@ -159,6 +159,16 @@ def substitute_columns(expression_text: str, values: dict[str, str]) -> str:
     return sql(tree.transform(swap))
 
 
+def either_shape(expression_text: str, renamed: dict[str, str]) -> str:
+    """A rule over a renamed column read over both shapes of a row: each new column `n` in `renamed` (new
+    name → the old column's value as the new type) read as `COALESCE(n, old)`, so an old producer's row
+    (only the old column set) is held to the rule as a new producer's is."""
+    values = {
+        new: sql(exp.Coalesce(this=column(new), expressions=[parse(old)])) for new, old in renamed.items()
+    }
+    return substitute_columns(expression_text, values)
+
+
 def reading_table(expression_text: str, old: Sequence[str], new: Sequence[str]) -> str:
     """`expression_text` with every table reference to `old` (a subquery's FROM) made a reference to `new`:
     a check written against a table's name, run once that name means another object."""
@@ -281,6 +291,12 @@ def view_query_text(source: Sequence[str], columns: Sequence[tuple[str, str]]) -
 
 def referenced_columns(expression_text: str) -> frozenset[str]:
     return frozenset(c.name.casefold() for c in parse(expression_text).find_all(exp.Column))
+
+
+def referenced_roots(expression_text: str) -> frozenset[str]:
+    """The top-level columns an expression over one table's row reads, folded: `addr`.`zip` reads addr (a
+    struct's field, where `referenced_columns` names the field)."""
+    return frozenset(c.parts[0].name.casefold() for c in parse(expression_text).find_all(exp.Column))
 
 
 def canonical_expression(expression_text: str) -> str:

@@ -5,13 +5,18 @@
 --   - payments.transactions__v2 keeps serving payments.transactions: the table's shape is unchanged, no copy
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [1] drop check status_enum (rule changed: swapped where it is re-added)
-ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `status_enum`;
--- [2] set status NOT NULL (nullable: false)
+-- [1] set status NOT NULL (nullable: false)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE `status` IS NULL
 ALTER TABLE `payments`.`transactions__v2` ALTER COLUMN `status` SET NOT NULL;
--- [3] add check status_enum: `status` IN ('OK', 'FAILED') (contract rule)
+-- [2] add check dc_status_enum_next: `status` IN ('OK', 'FAILED') (rule changed: the new rule stands before the old one goes)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`status` IN ('OK', 'FAILED')), FALSE)
+ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `dc_status_enum_next` CHECK (`status` IN ('OK', 'FAILED'));
+-- [3] drop check status_enum (rule changed)
+ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `status_enum`;
+-- [4] add check status_enum: `status` IN ('OK', 'FAILED') (rule changed)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`status` IN ('OK', 'FAILED')), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `status_enum` CHECK (`status` IN ('OK', 'FAILED'));
--- [4] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=79c912526a5d0ff4, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+-- [5] drop check dc_status_enum_next (the bridge of status_enum, which stands)
+ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `dc_status_enum_next`;
+-- [6] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=79c912526a5d0ff4, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='79c912526a5d0ff4', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

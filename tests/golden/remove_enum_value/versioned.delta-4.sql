@@ -5,10 +5,15 @@
 --   - payments.transactions__v2 keeps serving payments.transactions: the table's shape is unchanged, no copy
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [1] drop check status_enum (rule changed: swapped where it is re-added)
+-- [1] add check dc_status_enum_next: `status` IS NULL OR `status` IN ('OK') (rule changed: the new rule stands before the old one goes)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`status` IS NULL OR `status` IN ('OK')), FALSE)
+ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `dc_status_enum_next` CHECK (`status` IS NULL OR `status` IN ('OK'));
+-- [2] drop check status_enum (rule changed)
 ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `status_enum`;
--- [2] add check status_enum: `status` IS NULL OR `status` IN ('OK') (contract rule)
+-- [3] add check status_enum: `status` IS NULL OR `status` IN ('OK') (rule changed)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`status` IS NULL OR `status` IN ('OK')), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `status_enum` CHECK (`status` IS NULL OR `status` IN ('OK'));
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+-- [4] drop check dc_status_enum_next (the bridge of status_enum, which stands)
+ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `dc_status_enum_next`;
+-- [5] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

@@ -19,23 +19,23 @@ ALTER TABLE `payments`.`transactions` ADD COLUMNS (`amount_paise` BIGINT COMMENT
 UPDATE `payments`.`transactions` SET `amount_paise` = `txn_amt_paise` WHERE `amount_paise` IS NULL;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [4] drop check amount_positive_when_ok (rule changed: swapped where it is re-added)
-ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `amount_positive_when_ok`;
--- [5] backfill amount_paise = `txn_amt_paise` (catch rows written to txn_amt_paise only since populate)
+-- [4] backfill amount_paise = `txn_amt_paise` (catch rows written to txn_amt_paise only since populate)
 UPDATE `payments`.`transactions` SET `amount_paise` = `txn_amt_paise` WHERE `amount_paise` IS NULL;
--- [6] set amount_paise NOT NULL (nullable: false)
--- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE `amount_paise` IS NULL
-ALTER TABLE `payments`.`transactions` ALTER COLUMN `amount_paise` SET NOT NULL;
--- [7] add check amount_paise_min: `amount_paise` >= 1 (contract rule)
--- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`amount_paise` >= 1), FALSE)
-ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `amount_paise_min` CHECK (`amount_paise` >= 1);
--- [8] add check amount_positive_when_ok: `status` <> 'OK' OR `amount_paise` > 0 (contract rule)
--- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`status` <> 'OK' OR `amount_paise` > 0), FALSE)
-ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `amount_positive_when_ok` CHECK (`status` <> 'OK' OR `amount_paise` > 0);
--- [9] mark deprecated: delta_contracts.deprecated.columns=["txn_amt_paise"], delta_contracts.deprecated.column.txn_amt_paise={"since": "3.0.0", "window": "P30D"}, delta_contracts.deprecated.since=3.0.0 (deprecation mark starts the window)
+-- [5] add check dc_amount_paise_not_null_both: NOT (COALESCE(`amount_paise`, `txn_amt_paise`)) IS NULL (the rule over both shapes of a row until the old column is dropped)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((NOT (COALESCE(`amount_paise`, `txn_amt_paise`)) IS NULL), FALSE)
+ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `dc_amount_paise_not_null_both` CHECK (NOT (COALESCE(`amount_paise`, `txn_amt_paise`)) IS NULL);
+-- [6] add check dc_amount_paise_min_both: (COALESCE(`amount_paise`, `txn_amt_paise`)) >= 1 (the rule over both shapes of a row until the old column is dropped)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE(((COALESCE(`amount_paise`, `txn_amt_paise`)) >= 1), FALSE)
+ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `dc_amount_paise_min_both` CHECK ((COALESCE(`amount_paise`, `txn_amt_paise`)) >= 1);
+-- [7] add check dc_amount_positive_when_ok_both: `status` <> 'OK' OR (COALESCE(`amount_paise`, `txn_amt_paise`)) > 0 (the rule over both shapes of a row until the old column is dropped)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`status` <> 'OK' OR (COALESCE(`amount_paise`, `txn_amt_paise`)) > 0), FALSE)
+ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `dc_amount_positive_when_ok_both` CHECK (`status` <> 'OK' OR (COALESCE(`amount_paise`, `txn_amt_paise`)) > 0);
+-- [8] mark deprecated: delta_contracts.deprecated.columns=["txn_amt_paise"], delta_contracts.deprecated.column.txn_amt_paise={"since": "3.0.0", "window": "P30D"}, delta_contracts.deprecated.since=3.0.0 (deprecation mark starts the window)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='["txn_amt_paise"]', 'delta_contracts.deprecated.column.txn_amt_paise'='{"since": "3.0.0", "window": "P30D"}', 'delta_contracts.deprecated.since'='3.0.0');
--- [10] drop check txn_amt_paise_min (rule of a deprecated column)
+-- [9] drop check txn_amt_paise_min (rule of a deprecated column)
 ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `txn_amt_paise_min`;
+-- [10] drop check amount_positive_when_ok (rule over a renamed column: its bridge over both columns stands)
+ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `amount_positive_when_ok`;
 -- [11] drop check txn_amt_paise_not_null (deprecated column)
 ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `txn_amt_paise_not_null`;
 -- [12] drop NOT NULL of txn_amt_paise (deprecated column)
@@ -51,17 +51,32 @@ UPDATE `payments`.`transactions` SET `amount_paise` = `txn_amt_paise` WHERE `amo
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((NOT `amount_paise` IS NULL OR (`txn_amt_paise`) IS NULL), FALSE)
 -- gate: after P30D since delta_contracts.deprecated.column.txn_amt_paise was set and zero readers of payments.transactions.txn_amt_paise in the last P14D (or --force --reason)
 ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `dc_txn_amt_paise_closed` CHECK (NOT `amount_paise` IS NULL OR (`txn_amt_paise`) IS NULL);
--- [16] drop columns txn_amt_paise (column removed or renamed in the contract)
+-- [16] set amount_paise NOT NULL (nullable: false)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE `amount_paise` IS NULL
+ALTER TABLE `payments`.`transactions` ALTER COLUMN `amount_paise` SET NOT NULL;
+-- [17] drop check dc_amount_paise_not_null_both (the bridge of amount_paise_not_null, which stands in its final form)
+ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `dc_amount_paise_not_null_both`;
+-- [18] add check amount_paise_min: `amount_paise` >= 1 (the rule's final form, the old column closed)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`amount_paise` >= 1), FALSE)
+ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `amount_paise_min` CHECK (`amount_paise` >= 1);
+-- [19] drop check dc_amount_paise_min_both (the bridge of amount_paise_min, which stands in its final form)
+ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `dc_amount_paise_min_both`;
+-- [20] add check amount_positive_when_ok: `status` <> 'OK' OR `amount_paise` > 0 (the rule's final form, the old column closed)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`status` <> 'OK' OR `amount_paise` > 0), FALSE)
+ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `amount_positive_when_ok` CHECK (`status` <> 'OK' OR `amount_paise` > 0);
+-- [21] drop check dc_amount_positive_when_ok_both (the bridge of amount_positive_when_ok, which stands in its final form)
+ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `dc_amount_positive_when_ok_both`;
+-- [22] drop columns txn_amt_paise (column removed or renamed in the contract)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE `amount_paise` IS NULL AND NOT (`txn_amt_paise`) IS NULL
 -- gate: after P30D since delta_contracts.deprecated.column.txn_amt_paise was set and zero readers of payments.transactions.txn_amt_paise in the last P14D (or --force --reason)
 -- session setting for this statement (spark.databricks.delta.alterTable.changeColumn.checkExpressions; the next cell sets it back):
 SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = false;
 ALTER TABLE `payments`.`transactions` DROP COLUMNS (`txn_amt_paise`);
--- [17] drop check dc_txn_amt_paise_closed (the check that closed txn_amt_paise, which is gone)
+-- [23] drop check dc_txn_amt_paise_closed (the check that closed txn_amt_paise, which is gone)
 -- the session setting back to its default (spark.databricks.delta.alterTable.changeColumn.checkExpressions):
 SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = true;
 ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `dc_txn_amt_paise_closed`;
--- [18] unlist deprecated txn_amt_paise: delta_contracts.deprecated.columns=[] (the deprecation list without txn_amt_paise, which is gone)
+-- [24] unlist deprecated txn_amt_paise: delta_contracts.deprecated.columns=[] (the deprecation list without txn_amt_paise, which is gone)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.deprecated.columns'='[]');
--- [19] purge dropped columns txn_amt_paise from the data files (a column drop leaves the column's values in the data files)
+-- [25] purge dropped columns txn_amt_paise from the data files (a column drop leaves the column's values in the data files)
 REORG TABLE `payments`.`transactions` APPLY (PURGE);

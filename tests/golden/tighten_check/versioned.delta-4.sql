@@ -5,10 +5,15 @@
 --   - payments.transactions__v2 keeps serving payments.transactions: the table's shape is unchanged, no copy
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [1] drop check attempts_min (rule changed: swapped where it is re-added)
+-- [1] add check dc_attempts_min_next: `attempts` IS NULL OR `attempts` >= 1 (rule changed: the new rule stands before the old one goes)
+-- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` >= 1), FALSE)
+ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `dc_attempts_min_next` CHECK (`attempts` IS NULL OR `attempts` >= 1);
+-- [2] drop check attempts_min (rule changed)
 ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `attempts_min`;
--- [2] add check attempts_min: `attempts` IS NULL OR `attempts` >= 1 (contract rule)
+-- [3] add check attempts_min: `attempts` IS NULL OR `attempts` >= 1 (rule changed)
 -- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` >= 1), FALSE)
 ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `attempts_min` CHECK (`attempts` IS NULL OR `attempts` >= 1);
--- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+-- [4] drop check dc_attempts_min_next (the bridge of attempts_min, which stands)
+ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `dc_attempts_min_next`;
+-- [5] stamp delta_contracts.id=payments.transactions, delta_contracts.version=3.0.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='3.0.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

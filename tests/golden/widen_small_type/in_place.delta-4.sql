@@ -6,21 +6,15 @@
 --   - payments.transactions: streaming readers stop at a schema change; restart them after apply
 
 -- === expand: metadata-only additions; safe for current readers ===
--- [1] drop check attempts_min (its column is retyped)
-ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `attempts_min`;
--- [2] drop check attempts_max (its column is retyped)
-ALTER TABLE `payments`.`transactions` DROP CONSTRAINT IF EXISTS `attempts_max`;
--- [3] set delta.enableTypeWidening=true (type widening)
+-- [1] set delta.enableTypeWidening=true (type widening)
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta.enableTypeWidening'='true');
--- [4] widen attempts smallint -> int (widen type)
+-- [2] widen attempts smallint -> int (widen type)
+-- session setting for this statement (spark.databricks.delta.alterTable.changeColumn.checkExpressions; the next cell sets it back):
+SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = false;
 ALTER TABLE `payments`.`transactions` ALTER COLUMN `attempts` TYPE INT;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [5] add check attempts_min: `attempts` IS NULL OR `attempts` >= 0 (contract rule)
--- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` >= 0), FALSE)
-ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `attempts_min` CHECK (`attempts` IS NULL OR `attempts` >= 0);
--- [6] add check attempts_max: `attempts` IS NULL OR `attempts` <= 10 (contract rule)
--- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` <= 10), FALSE)
-ALTER TABLE `payments`.`transactions` ADD CONSTRAINT `attempts_max` CHECK (`attempts` IS NULL OR `attempts` <= 10);
--- [7] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+-- [3] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=33e52b4ff3d4f0e9, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+-- the session setting back to its default (spark.databricks.delta.alterTable.changeColumn.checkExpressions):
+SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = true;
 ALTER TABLE `payments`.`transactions` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='33e52b4ff3d4f0e9', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

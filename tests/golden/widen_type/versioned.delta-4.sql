@@ -6,23 +6,17 @@
 --   - payments.transactions__v2: streaming readers stop at a schema change; restart them after apply
 
 -- === expand: metadata-only additions; safe for current readers ===
--- [1] drop check attempts_min (its column is retyped)
-ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `attempts_min`;
--- [2] drop check attempts_max (its column is retyped)
-ALTER TABLE `payments`.`transactions__v2` DROP CONSTRAINT IF EXISTS `attempts_max`;
--- [3] set delta.enableTypeWidening=true (type widening)
+-- [1] set delta.enableTypeWidening=true (type widening)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta.enableTypeWidening'='true');
--- [4] widen attempts int -> bigint (widen type)
+-- [2] widen attempts int -> bigint (widen type)
+-- session setting for this statement (spark.databricks.delta.alterTable.changeColumn.checkExpressions; the next cell sets it back):
+SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = false;
 ALTER TABLE `payments`.`transactions__v2` ALTER COLUMN `attempts` TYPE BIGINT;
--- [5] view payments.transactions -> payments.transactions__v2 (the alias view shows the new columns and types)
+-- [3] view payments.transactions -> payments.transactions__v2 (the alias view shows the new columns and types)
+-- the session setting back to its default (spark.databricks.delta.alterTable.changeColumn.checkExpressions):
+SET spark.databricks.delta.alterTable.changeColumn.checkExpressions = true;
 CREATE OR REPLACE VIEW `payments`.`transactions` AS SELECT `txn_id` AS `txn_id`, `txn_amt_paise` AS `txn_amt_paise`, `attempts` AS `attempts`, `status` AS `status`, `legacy_channel` AS `legacy_channel`, `txn_date` AS `txn_date` FROM `payments`.`transactions__v2`;
 
 -- === cutover: tighten, swap, mark deprecated, stamp; readers of the new shape ===
--- [6] add check attempts_min: `attempts` IS NULL OR `attempts` >= 0 (contract rule)
--- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` >= 0), FALSE)
-ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `attempts_min` CHECK (`attempts` IS NULL OR `attempts` >= 0);
--- [7] add check attempts_max: `attempts` IS NULL OR `attempts` <= 10 (contract rule)
--- pre-check, must return 0: SELECT COUNT(*) FROM `payments`.`transactions__v2` WHERE NOT COALESCE((`attempts` IS NULL OR `attempts` <= 10), FALSE)
-ALTER TABLE `payments`.`transactions__v2` ADD CONSTRAINT `attempts_max` CHECK (`attempts` IS NULL OR `attempts` <= 10);
--- [8] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=4fdc65b675512c69, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
+-- [4] stamp delta_contracts.id=payments.transactions, delta_contracts.version=2.5.0, delta_contracts.schema_hash=4fdc65b675512c69, delta_contracts.contract={"owner":{"team":"payments"}} (record the contract version)
 ALTER TABLE `payments`.`transactions__v2` SET TBLPROPERTIES ('delta_contracts.id'='payments.transactions', 'delta_contracts.version'='2.5.0', 'delta_contracts.schema_hash'='4fdc65b675512c69', 'delta_contracts.contract'='{"owner":{"team":"payments"}}');

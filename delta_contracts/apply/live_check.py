@@ -1,4 +1,5 @@
-"""What a versioned copy would leave behind: read from the live table before a versioned migration runs.
+"""What the live tables say before a migration's first op runs: what a versioned copy would leave behind, and
+which statements Delta would refuse because of a property set on a table by hand.
 
 A versioned migration copies the columns of the contract into a new table and, in its contract phase, drops
 the old one. A column a producer added outside the contract (a `mergeSchema` append) or a CHECK added by hand
@@ -16,6 +17,7 @@ from delta_contracts.engine.base import Engine
 from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import CopyRows, Op
+from delta_contracts.plan.table_limits import refused_statements
 from delta_contracts.tables.drift import table_drift
 
 LEFT_BEHIND = {"extra-column": "column", "check-extra": "CHECK"}
@@ -45,3 +47,18 @@ def left_behind_by_copy(
         f"{moves[0].table} and then drops {source}, so it would be lost with its values. Add it to the "
         f"contract (a new version, planned again), or drop it from {source} first; then apply again"
     )
+
+
+def refused_by_live_tables(engine: Engine, stored: StoredMigration, todo: Sequence[Op]) -> str | None:
+    """Why Delta would refuse some of `todo` on the tables as they stand (`plan.table_limits`), or None. The
+    plan already refused what its contracts declare; this finds a property set outside the contract."""
+    written = {op.table for op in todo if op.rewrites_rows}
+    properties = {}
+    for table in sorted(written, key=str):
+        live = engine.describe(table, with_version=False)
+        if live is not None:
+            properties[table] = live.properties
+    refused = refused_statements(todo, properties)
+    if not refused:
+        return None
+    return f"migration {stored.migration_id} cannot run as planned: " + "; ".join(refused)

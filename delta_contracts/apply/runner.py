@@ -22,7 +22,7 @@ from delta_contracts.apply.gates import (
     mark_in_commits,
     under_later_names,
 )
-from delta_contracts.apply.live_check import left_behind_by_copy
+from delta_contracts.apply.live_check import left_behind_by_copy, refused_by_live_tables
 from delta_contracts.apply.reports import (
     ApplyOptions,
     Attempt,
@@ -188,6 +188,9 @@ class Runner:
             lost = left_behind_by_copy(self.engine, stored, previous, todo)
             if lost is not None:
                 raise ApplyRefusedError(f"{stored.json_path}: {lost}")
+            refused = refused_by_live_tables(self.engine, stored, todo)
+            if refused is not None:
+                raise ApplyRefusedError(f"{stored.json_path}: {refused}")
             for index, op, decision in schedule.decisions(stored, done):
                 flight = OpInFlight(contract, stored, index, op)
                 if decision.verdict is not Verdict.RUN:

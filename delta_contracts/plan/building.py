@@ -55,6 +55,13 @@ class FeatureLossError(PlanError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class TableLimitError(PlanError):
+    """A statement of the plan Delta would refuse on its table because of the table's properties (an
+    append-only table's UPDATE): refused before anything changes, as bad input is (`plan.table_limits`)."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
 class FieldChangeError(PlanError):
     """A change of the fields inside a column Delta cannot make as the contract says it (a NOT NULL field
     added, fields reordered, a column renamed while its fields change): refused before anything changes, as
@@ -170,7 +177,10 @@ def refuse_uncreatable_columns(contract: Contract, target: Target) -> None:
         )
 
 
-def create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:
+def create_ops(
+    contract: Contract, table: TableId, phase: Phase, *, withheld: tuple[str, ...] = ()
+) -> list[Op]:
+    """The table of `contract` created with its CHECKs; `withheld`: properties set later by the caller."""
     ops: list[Op] = [
         CreateTable(
             table=table,
@@ -179,7 +189,7 @@ def create_ops(contract: Contract, table: TableId, phase: Phase) -> list[Op]:
             partitioned_by=contract.table.partitioned_by,
             clustered_by=contract.table.clustered_by,
             comment=contract.description,
-            properties=create_properties(contract),
+            properties=tuple((k, v) for k, v in create_properties(contract) if k not in withheld),
             reason=f"create {table} from contract {contract.id} {contract.version}",
         )
     ]

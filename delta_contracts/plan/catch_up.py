@@ -74,6 +74,7 @@ class CatchUpRows(Op):
     """MERGE the rows written to `source` since the populate copy into `table` (see the module docstring)."""
 
     kind: ClassVar[str] = "catch_up_rows"
+    rewrites_rows: ClassVar[bool] = True  # its MERGE updates the rows the source changed
     source: TableId
     mapping: tuple[tuple[str, str], ...]  # (target column, SQL expression over the source), as the copy's
     key: tuple[str, ...]  # target columns, unique in the contract (empty for the partitions strategy)

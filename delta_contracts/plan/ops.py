@@ -176,6 +176,9 @@ class Op:
     # Run again (its postcondition checked) by every apply until the ops after it in its migration finished,
     # though the ledger says it finished: what it catches may arrive after it ran.
     checked_again: ClassVar[bool] = False
+    # It updates or replaces rows the table holds (UPDATE, MERGE ... WHEN MATCHED, INSERT OVERWRITE), which
+    # Delta refuses on an append-only table (`plan.table_limits`).
+    rewrites_rows: ClassVar[bool] = False
     table: TableId
     phase: Phase
     reason: str = ""
@@ -206,6 +209,10 @@ class Op:
         """What the op does to the top-level column order of the tables in `tables` (keyed by table id), as
         `plan.column_order` replays a history; most ops leave it."""
 
+    def track_properties(self, tables: dict[TableId, dict[str, str]]) -> None:
+        """What the op does to the table properties of the tables in `tables` (keyed by table id), as
+        `plan.table_limits` follows a migration; most ops leave them."""
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         # Not zero-argument super(): its `__class__` cell is the class `@dataclass(slots=True)` replaced.
         super(Op, cls).__init_subclass__(**kwargs)
@@ -229,6 +236,9 @@ class CreateTable(Op):
 
     def order_columns(self, tables: dict[TableId, list[str]]) -> None:
         tables[self.table] = [c.name for c in self.columns]
+
+    def track_properties(self, tables: dict[TableId, dict[str, str]]) -> None:
+        tables[self.table] = dict(self.properties)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -350,6 +360,9 @@ class SetProperties(Op):
 
     def summary(self) -> str:
         return "set " + ", ".join(f"{k}={v}" for k, v in self.properties)
+
+    def track_properties(self, tables: dict[TableId, dict[str, str]]) -> None:
+        tables.setdefault(self.table, {}).update(self.properties)
 
 
 @dataclass(frozen=True, slots=True)
@@ -648,6 +661,7 @@ class Backfill(Op):
     """UPDATE … SET column = expression WHERE column IS NULL: resumable, and a no-op once complete."""
 
     kind: ClassVar[str] = "backfill"
+    rewrites_rows: ClassVar[bool] = True
     column: str
     expression: str
 
@@ -690,6 +704,7 @@ class CopyRows(Op):
     """INSERT OVERWRITE target SELECT …: rerunnable, so a crashed copy is simply repeated."""
 
     kind: ClassVar[str] = "copy_rows"
+    rewrites_rows: ClassVar[bool] = True  # INSERT OVERWRITE, of an empty table too
     source: TableId
     mapping: tuple[tuple[str, str], ...]  # (target column, SQL expression over the source)
     # Rows of the source the target would refuse or that a conversion would lose (a predicate over the
@@ -744,6 +759,10 @@ class RenameTable(Op):
         return f"rename table {self.table} -> {self.new_name}"
 
     def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        if self.table in tables:
+            tables[self.new_name] = tables.pop(self.table)
+
+    def track_properties(self, tables: dict[TableId, dict[str, str]]) -> None:
         if self.table in tables:
             tables[self.new_name] = tables.pop(self.table)
 
@@ -843,6 +862,9 @@ class DropTable(Op):
         return TableAbsent(self.table)
 
     def order_columns(self, tables: dict[TableId, list[str]]) -> None:
+        tables.pop(self.table, None)
+
+    def track_properties(self, tables: dict[TableId, dict[str, str]]) -> None:
         tables.pop(self.table, None)
 
     def precondition(self) -> Condition | None:

@@ -17,6 +17,7 @@ from delta_contracts.diff.policy import refusals, verdict
 from delta_contracts.plan.building import (
     FieldChangeError,
     PlanError,
+    TableLimitError,
     TableState,
     alias_view,
     column_spec,
@@ -25,7 +26,9 @@ from delta_contracts.plan.building import (
 )
 from delta_contracts.plan.in_place import plan_in_place
 from delta_contracts.plan.ops import Migration, Phase, RenameTable
+from delta_contracts.plan.table_limits import refused_statements
 from delta_contracts.plan.versioned import plan_create, plan_versioned
+from delta_contracts.sql.expressions import referenced_roots
 from delta_contracts.target import Target
 
 # The changes of a table's physical shape: a column added, removed, renamed or retyped, the partitioning.
@@ -75,9 +78,15 @@ def plan_changes(comparison: Comparison, *, state: TableState | None = None) -> 
                 f"version bump (declared {new.version}, was {old.version})"
             )
         if not _needs_copy(comparison):
-            return _versioned_without_copy(comparison, state)
-        return plan_versioned(comparison, state, reasons)
-    return plan_in_place(comparison, state)
+            planned = _versioned_without_copy(comparison, state)
+        else:
+            planned = plan_versioned(comparison, state, reasons)
+    else:
+        planned = plan_in_place(comparison, state)
+    refused_by_table = refused_statements(planned[0].ops, {state.physical: dict(state.properties)})
+    if refused_by_table:
+        raise TableLimitError(f"{new.id}: " + "; ".join(refused_by_table))
+    return planned
 
 
 def _needs_copy(comparison: Comparison) -> bool:
@@ -137,10 +146,30 @@ def _versioned_reasons(comparison: Comparison) -> list[str]:
         column = found.after if isinstance(found.after, Column) else None
         name = column.name if column is not None else found.field
         reasons.append(f"{name}: Delta cannot add or alter an identity or generated column in place")
+    reasons.extend(_retyped_under_generated(comparison))
     for _, after in (c.columns() for c in comparison.having("DC-BC102")):
         if after.identity is not None or after.generated is not None:
             # a rename in place adds the new column, which Delta cannot add as an identity or generated one
             reasons.append(f"{after.name}: a renamed identity or generated column needs a new table")
+    return reasons
+
+
+def _retyped_under_generated(comparison: Comparison) -> list[str]:
+    """Widenings of a column (or of a field inside it) that a generated column reads. Delta refuses to change
+    the type of such a column (DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE); with its expression check
+    off, which the widening's statement sets so that CHECKs stand through it, it refuses a generation
+    expression whose type then differs from its column's (DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH), after
+    the table feature was enabled: either way not in place."""
+    generated = [(c.name, referenced_roots(c.generated)) for c in comparison.new.columns if c.generated]
+    reasons = []
+    for found in comparison.having("DC-MF106", "DC-MF113"):
+        _, after = found.columns()
+        readers = [name for name, roots in generated if after.name.casefold() in roots]
+        if readers:
+            reasons.append(
+                f"{after.name}: its type changes and generated column {', '.join(readers)} reads it, which "
+                "Delta refuses in place"
+            )
     return reasons
 
 

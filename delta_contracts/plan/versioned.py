@@ -43,10 +43,12 @@ from delta_contracts.plan.ops import (
     Phase,
     RenameTable,
     SetClustering,
+    SetProperties,
     SyncIdentity,
     violation_predicate,
 )
 from delta_contracts.plan.rules import contract_rules
+from delta_contracts.plan.table_limits import append_only_property
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
@@ -82,7 +84,10 @@ def plan_versioned(
     b = Builder(alias)
     for reason in reasons:
         b.notes.append(f"versioned table {new_physical}: {reason}")
-    for op in create_ops(new, new_physical, Phase.EXPAND):
+    # An append-only table refuses the copy's INSERT OVERWRITE and the catch-ups' MERGE updates: the new
+    # table is created without the property, which is set once the fence has written it.
+    append_only = append_only_property(dict(create_properties(new)))
+    for op in create_ops(new, new_physical, Phase.EXPAND, withheld=tuple(k for k, _ in append_only)):
         b.add(op)
     mapping = copy_mapping(pairing, new)
     identities = _copied_identities(pairing, new)
@@ -169,6 +174,15 @@ def plan_versioned(
                 phase=Phase.CUTOVER,
                 columns=new.table.clustered_by,
                 reason="clustering keys again after the copy",
+            )
+        )
+    if append_only:
+        b.add(
+            SetProperties(
+                table=new_physical,
+                phase=Phase.CUTOVER,
+                properties=append_only,
+                reason="append-only once the copy and the fence have written it",
             )
         )
     _feature_warnings(b, old, new, state, new_physical)

@@ -22,6 +22,7 @@ from delta_contracts.contract.model import (
     Scalar,
     _check_duration,
 )
+from delta_contracts.contract.unity import UnityCatalogSettings
 from delta_contracts.tableid import TableId
 from delta_contracts.target import DEFAULT_TARGET, Target
 
@@ -53,6 +54,7 @@ class EngineSettings(Frozen):
     # Spark settings for the session the `spark` engine starts (Hive metastore, Unity Catalog, …): they win
     # over the toolkit's own and over spark-defaults.conf; `--conf k=v` wins over them.
     spark_conf: dict[str, str] = Field(default_factory=dict)
+    unity_catalog: UnityCatalogSettings | None = None
 
     @field_validator("spark_conf", mode="before")
     @classmethod

@@ -142,6 +142,18 @@ class Project(Frozen):
         overrides = self.environments[environment].engine.model_dump(exclude_unset=True)
         return EngineSettings.model_validate({**self.engine.model_dump(), **overrides})
 
+    def unity_catalog_oss_places(self) -> list[str]:
+        """The environments (or `engine` without any) whose tables live in a Unity Catalog OSS server's
+        catalogs: what they cannot run is refused at `plan` (plan/unity.py)."""
+        places = list(self.environments) if self.environments else [None]
+        out = []
+        for place in places:
+            settings = self.engine_settings(place)
+            unity = settings.unity_catalog
+            if settings.name != "local" and unity is not None and unity.catalogs and unity.server == "oss":
+                out.append(place or "engine")
+        return out
+
 
 def find_project_file(start: Path) -> Path | None:
     """The nearest `contracts.yml` in `start` or one of its parents."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from pydantic import Field, field_validator
 
@@ -24,6 +25,12 @@ class UnityCatalogSettings(Frozen):
         description="Its access token (default: DELTA_CONTRACTS_UC_TOKEN, else none, as an OSS server "
         "without authorization takes).",
         examples=["dapi0123"],
+    )
+    server: Literal["oss", "databricks"] = Field(
+        default="oss",
+        description="`oss` (Unity Catalog OSS 0.6.0: `plan` refuses what its connector cannot run) or "
+        "`databricks` (Databricks' own Unity Catalog runs every op).",
+        examples=["databricks"],
     )
     catalogs: tuple[str, ...] = Field(
         default=(),

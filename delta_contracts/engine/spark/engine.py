@@ -18,13 +18,14 @@ from typing import Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
+from delta_contracts.engine.jars import UNITY_CATALOG_CLASS
 from delta_contracts.engine.retry import Backoff, one_line, retrying
 from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark.describe import TableInformation, TableProperties
 from delta_contracts.engine.spark.errors import error_condition, errors_expected, spark_statement_errors
 from delta_contracts.engine.spark.hold import ProducerHold
-from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
+from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA, UNITY_CATALOG_OSS
 from delta_contracts.engine.spark.state_table import CatalogStateTable
 from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
@@ -169,11 +170,19 @@ class SparkEngine(Engine):
         return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
     def unsupported_reason(self, op: Op) -> str | None:
+        if self.in_unity_catalog_oss(op.table) and (why := UNITY_CATALOG_OSS.refusal(op)) is not None:
+            return why
         # The session is asked whether it is Databricks only for what OSS Delta refuses (one conf read).
         refusal = SPARK_OSS_DELTA.refusal(op)
         if refusal is None or not self.on_databricks():
             return refusal
         return SPARK_DATABRICKS.refusal(op)
+
+    def in_unity_catalog_oss(self, table: TableId) -> bool:
+        """Whether `table` is in a catalog this session reaches through Unity Catalog OSS's connector."""
+        if len(table) < 3:
+            return False
+        return str(self.spark.conf.get(f"spark.sql.catalog.{table[0]}", "")) == UNITY_CATALOG_CLASS
 
     def on_databricks(self) -> bool:
         """Whether the session is a Databricks runtime (which has SET NOT NULL); clusters set this conf."""

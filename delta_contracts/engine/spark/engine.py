@@ -27,6 +27,7 @@ from delta_contracts.engine.spark.errors import error_condition, errors_expected
 from delta_contracts.engine.spark.hold import ProducerHold
 from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA, UNITY_CATALOG_OSS
 from delta_contracts.engine.spark.state_table import CatalogStateTable
+from delta_contracts.engine.spark.unity import unity_catalogs
 from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import session_settings
@@ -362,16 +363,22 @@ class SparkEngine(Engine):
         # SHOW statements, not spark.catalog.listTables: that decodes its rows through an encoder which fails
         # when the session interprets expressions instead of compiling them (EXPRESSION_DECODING_FAILED on
         # Spark 4.2 with spark.sql.codegen.factoryMode=NO_CODEGEN).
+        # The session's current catalog by schema.table; each Unity Catalog catalog registered on the
+        # session by catalog.schema.table (a catalog Spark has not loaded yet is not in SHOW CATALOGS).
         found: dict[TableId, str] = {}
-        for schema_row in self.spark.sql(x.sql(_show("SCHEMAS"))).collect():
-            schema = str(schema_row[0])
-            for row in self.spark.sql(x.sql(_show("VIEWS IN", x.ident(schema)))).collect():
-                if row["isTemporary"]:
-                    continue
-                view = TableId((schema, str(row["viewName"])))
-                text = self.view_text(view)
-                if text:
-                    found[view] = text
+        for catalog in (None, *sorted(unity_catalogs(self.spark))):
+            where = () if catalog is None else (catalog,)
+            shown = _show("SCHEMAS") if catalog is None else _show("SCHEMAS IN", x.ident(catalog))
+            for schema_row in self.spark.sql(x.sql(shown)).collect():
+                schema = (*where, str(schema_row[0]))
+                listed = _show("VIEWS IN", _schema_name(schema))
+                for row in self.spark.sql(x.sql(listed)).collect():
+                    if row["isTemporary"]:
+                        continue
+                    view = TableId((*schema, str(row["viewName"])))
+                    text = self.view_text(view)
+                    if text:
+                        found[view] = text
         return found
 
     def view_text(self, view: TableId) -> str | None:
@@ -435,6 +442,15 @@ def _show(what: str, name: Any = None) -> Any:
 
     text = what if name is None else f"{what} {x.sql(name)}"
     return exp.Command(this="SHOW", expression=exp.Literal.string(text))
+
+
+def _schema_name(parts: tuple[str, ...]) -> Any:
+    """A schema, `schema` or `catalog`.`schema`, as a sqlglot expression."""
+    from sqlglot import exp
+
+    if len(parts) == 1:
+        return x.ident(parts[0])
+    return exp.Table(this=x.ident(parts[1]), db=x.ident(parts[0]))
 
 
 def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:

@@ -170,3 +170,52 @@ def test_a_versioned_cutover_swaps_the_alias_view_by_drop_and_create(
     assert live is not None and [c.type for c in live.columns if c.name == "amount"] == ["smallint"]
     text = spark_engine.view_text(TableId.parse(alias))  # type: ignore[attr-defined]
     assert text is not None and "orders__v2" in text and "orders__v1" not in text, text
+
+
+@pytest.mark.exhaustive
+def test_telemetry_attributes_reads_of_three_level_names_to_the_contract(
+    spark_engine: Engine, unity_catalog: str, tmp_path: Path
+) -> None:
+    """A query history naming `<catalog>.shop.orders` (the alias view, its text read from the server) and
+    `<catalog>.shop.orders__v1` (its table): a read of the watched column is logged under the name the
+    statement used (telemetry/impact.py); a statement that reads other columns, or another catalog's table of
+    the same name, is not."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from delta_contracts import create_table
+    from delta_contracts.contract.load import parse_contract
+    from delta_contracts.telemetry.log import read_rows
+    from delta_contracts.telemetry.objects import watched_on
+    from delta_contracts.telemetry.pipeline import collect
+    from delta_contracts.telemetry.sources import parse_source, read_source
+
+    text = CONTRACT.format(version="1.0.0", table=VERSIONED).replace(
+        "id: shop.orders", f"id: {unity_catalog}.shop.orders"
+    )
+    contract = parse_contract(text, Path("orders.yaml")).contract
+    assert create_table(spark_engine.spark, contract).created  # type: ignore[attr-defined]
+    watched_column = f"{unity_catalog}.shop.orders.amount"
+    physical_column = f"{unity_catalog}.shop.orders__v1.amount"
+    watched = watched_on(spark_engine, [contract], extra=[watched_column, physical_column])
+    statements = {
+        "q1": f"SELECT amount FROM {unity_catalog}.shop.orders WHERE order_id = 1",
+        "q2": f"SELECT order_id, amount FROM {unity_catalog}.shop.orders__v1",
+        "q3": f"SELECT order_id FROM {unity_catalog}.shop.orders",
+        "q4": "SELECT amount FROM other.shop.orders",
+    }
+    export = tmp_path / "history.parquet"
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {"statement_id": sid, "statement_text": sql, "executed_by": "ana", "start_time": None}
+                for sid, sql in statements.items()
+            ]
+        ),
+        export,
+    )
+    spark = spark_engine.spark  # type: ignore[attr-defined]
+    spec = parse_source(f"query-history:{export}")
+    collect(spark, read_source(spark, spec), spec.name, watched, tmp_path / "state")
+    logged = {(r["object"], r["statement_id"]) for r in read_rows(tmp_path / "state")}
+    assert logged == {(watched_column, "q1"), (physical_column, "q2")}, logged

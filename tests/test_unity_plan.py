@@ -95,3 +95,40 @@ def test_databricks_unity_catalog_plans_the_same_change(
     assert code == 0, out
     sql = (tmp_path / "migrations" / "shop.orders" / "0002_1.0.0_to_2.0.0.sql").read_text()
     assert "RENAME TO" in sql
+
+
+def test_the_catalogs_are_registered_through_the_connector(monkeypatch: pytest.MonkeyPatch) -> None:
+    from delta_contracts.contract.unity import UnityCatalogSettings
+    from delta_contracts.engine.spark.unity import NO_TOKEN, catalog_settings
+
+    monkeypatch.delenv("DELTA_CONTRACTS_UC_TOKEN", raising=False)
+    settings = catalog_settings(UnityCatalogSettings(uri="http://uc:8080", catalogs=("dev", "prod")))
+    assert settings == {
+        "spark.sql.catalog.dev": "io.unitycatalog.spark.UCSingleCatalog",
+        "spark.sql.catalog.dev.uri": "http://uc:8080",
+        "spark.sql.catalog.dev.token": NO_TOKEN,
+        "spark.sql.catalog.prod": "io.unitycatalog.spark.UCSingleCatalog",
+        "spark.sql.catalog.prod.uri": "http://uc:8080",
+        "spark.sql.catalog.prod.token": NO_TOKEN,
+    }
+    monkeypatch.setenv("DELTA_CONTRACTS_UC_TOKEN", "dapi-secret")
+    assert catalog_settings(UnityCatalogSettings(uri="u", catalogs=("a",)))["spark.sql.catalog.a.token"] == (
+        "dapi-secret"
+    )
+
+
+def test_a_server_named_nowhere_is_refused_before_any_engine_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DELTA_CONTRACTS_UC_URI", raising=False)
+    (tmp_path / "contracts").mkdir()
+    (tmp_path / "contracts" / "contracts.yml").write_text(
+        "engine: {name: spark, warehouse: ../wh, unity_catalog: {catalogs: [prod]}}\n"
+    )
+    (tmp_path / "contracts" / "orders.yaml").write_text(HEAD.format(version="1.0.0") + TABLE_CREATED)
+    assert runner.invoke(app, ["plan", "contracts"]).exit_code == 0
+    result = runner.invoke(app, ["apply", "contracts"])
+    assert result.exit_code == 2, result.output
+    assert "engine.unity_catalog names catalogs (prod) but no server" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "wh").exists()

@@ -219,3 +219,66 @@ def test_telemetry_attributes_reads_of_three_level_names_to_the_contract(
     collect(spark, read_source(spark, spec), spec.name, watched, tmp_path / "state")
     logged = {(r["object"], r["statement_id"]) for r in read_rows(tmp_path / "state")}
     assert logged == {(watched_column, "q1"), (physical_column, "q2")}, logged
+
+
+CHANGED = """\
+apiVersion: delta-contracts/v1
+id: shop.orders
+version: 1.1.0
+owner: {team: shop}
+table: {properties: {delta.appendOnly: 'false', team.tier: gold}}
+columns:
+  - {name: order_id, type: bigint, nullable: false}
+  - {name: amount, type: bigint, checks: {min: 0}}
+  - {name: note, type: string, description: added in 1.1.0}
+"""
+
+
+def _end_state(engine: Engine, name: str) -> dict[str, object]:
+    live = engine.describe(TableId.parse(name))
+    assert live is not None, name
+    return {
+        "rows": _rows(engine, name),
+        "columns": [(c.name, c.type, c.nullable) for c in live.columns],
+        "checks": live.checks,
+        "properties": {k: v for k, v in live.properties.items() if not k.startswith(("delta.", "io."))},
+        "appendOnly": live.properties.get("delta.appendOnly"),
+    }
+
+
+@pytest.mark.exhaustive  # each apply commits its ledger through the server: minutes on two loaded cores
+def test_an_in_place_migration_ends_on_unity_catalog_where_it_ends_on_the_session_catalog(
+    spark_engine: Engine, unity_server: UnityServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same contracts applied through the CLI to a managed table of a Unity Catalog catalog and to the
+    session catalog, rows written between: a column added, a type widened, table
+    properties set; rows by key, columns, CHECKs and properties equal."""
+    catalog = unity_server.fresh_catalog("in_place")
+    (tmp_path / "uc").mkdir()
+    uc = _project(tmp_path / "uc", unity_server, {"dev": catalog})
+    session = tmp_path / "session"
+    (session / "contracts").mkdir(parents=True)
+    prefix = f"s{tmp_path.name[-6:].lower().replace('-', '_')}_"
+    (session / "contracts" / "contracts.yml").write_text(
+        "target: delta-4\nmigrations: ../migrations\nengine: {name: spark, warehouse: ../wh}\n"
+        f"environments:\n  dev: {{schema_prefix: {prefix}}}\n"
+    )
+    spark_engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{prefix}shop`")
+    names = {uc: f"{catalog}.shop.orders", session: f"{prefix}shop.orders"}
+    for root, name in names.items():
+        (root / "contracts" / "orders.yaml").write_text(CONTRACT.format(version="1.0.0", table=""))
+        monkeypatch.chdir(root)
+        assert _invoke("plan", "contracts")[0] == 0
+        code, out = _invoke("apply", "contracts", "--env", "dev")
+        assert code == 0, out
+        spark_engine.sql(f"INSERT INTO {name} VALUES {ROWS}")
+        (root / "contracts" / "orders.yaml").write_text(CHANGED)
+        assert _invoke("plan", "contracts")[0] == 0
+        code, out = _invoke("apply", "contracts", "--env", "dev")
+        assert code == 0, out
+        spark_engine.sql(f"INSERT INTO {name} VALUES (4, 3000000000, 'big')")
+    on_uc, on_session = (_end_state(spark_engine, name) for name in names.values())
+    assert on_uc == on_session
+    assert on_uc["rows"] == [(1, 10), (2, 20), (3, 30), (4, 3000000000)]
+    properties = on_uc["properties"]
+    assert isinstance(properties, dict) and properties["team.tier"] == "gold", properties

@@ -15,10 +15,11 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]' >$(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
 	touch $@
 
-# delta-spark's jars and Derby's network server and client (a shared metastore's tests): resolved once from
+# delta-spark's jars, Derby's network server and client (a shared metastore's tests) and Unity Catalog's server and
+# connector (copied from ../shared/unitycatalog, its runtime jars from Maven Central): resolved once from
 # Maven Central into ~/.cache/delta-contracts, reused offline after.
 jars: $(BIN)/.installed
-	$(BIN)/delta-contracts jars delta-4 derby
+	$(BIN)/delta-contracts jars delta-4 derby unitycatalog
 
 $(DELTA3_VENV)/.installed: requirements-delta3.txt
 	test -x $(DELTA3_VENV)/bin/python || $(PYTHON) -m venv $(DELTA3_VENV)

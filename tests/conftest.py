@@ -38,7 +38,7 @@ def examples() -> Path:
 ENGINE_TESTS = REPO / "tests" / "engine"
 ENGINE_FIXTURES = frozenset(
     {"local_engine", "spark_engine", "connect_url", "connect_engine", "connect_event_logs", "engine"}
-    | {"every_engine", "local_or_spark", "delta3_results"}
+    | {"every_engine", "local_or_spark", "delta3_results", "unity_server", "unity_catalog"}
 )
 ENGINE_NAMES = re.compile(r"\b(LocalEngine|SparkEngine|local_delta_session|NotebookClient)\(")
 

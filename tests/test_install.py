@@ -101,4 +101,4 @@ def test_jars_without_maven_says_what_else_works(tmp_path: Path, monkeypatch: py
 def test_jars_refuses_an_unknown_target() -> None:
     result = runner.invoke(app, ["jars", "delta-9"])
     assert result.exit_code == 2
-    assert result.stderr == "error: unknown target delta-9: give delta-4, delta-3, derby\n"
+    assert result.stderr == "error: unknown target delta-9: give delta-4, delta-3, derby, unitycatalog\n"

@@ -48,6 +48,7 @@ def plan_command(
         write_migration,
     )
     from delta_contracts.plan.planner import PlanError
+    from delta_contracts.plan.unity import check_unity_catalog_oss
 
     loaded = load_valid_contracts(paths)
     if not loaded.contracts:
@@ -75,6 +76,8 @@ def plan_command(
             verify(folder)
             history = load_history(folder)
             planned = next_migration(history, contract, chosen)
+            if planned is not None:
+                check_unity_catalog_oss(planned.migration, project.project.unity_catalog_oss_places())
         except IntegrityError as err:
             entry.update(status="tampered", message=str(err), migration_file=str(err.path))
             failed = True

@@ -21,6 +21,7 @@ from pydantic import Field, field_validator
 
 from delta_contracts.contract.errors import Location, Problem
 from delta_contracts.contract.model import Frozen, check_table_id
+from delta_contracts.contract.unity import UnityCatalogSettings
 from delta_contracts.errors import InputError
 from delta_contracts.tableid import TableId
 
@@ -41,6 +42,7 @@ class EnvironmentEngine(Frozen):
     warehouse: str | None = None
     ledger: str | None = None
     spark_conf: dict[str, str] | None = None
+    unity_catalog: UnityCatalogSettings | None = None
 
 
 class Environment(Frozen):

@@ -22,6 +22,7 @@ from delta_contracts.contract.model import (
     Scalar,
     _check_duration,
 )
+from delta_contracts.contract.unity import UnityCatalogSettings
 from delta_contracts.tableid import TableId
 from delta_contracts.target import DEFAULT_TARGET, Target
 
@@ -53,6 +54,7 @@ class EngineSettings(Frozen):
     # Spark settings for the session the `spark` engine starts (Hive metastore, Unity Catalog, …): they win
     # over the toolkit's own and over spark-defaults.conf; `--conf k=v` wins over them.
     spark_conf: dict[str, str] = Field(default_factory=dict)
+    unity_catalog: UnityCatalogSettings | None = None
 
     @field_validator("spark_conf", mode="before")
     @classmethod
@@ -139,6 +141,18 @@ class Project(Frozen):
             return self.engine
         overrides = self.environments[environment].engine.model_dump(exclude_unset=True)
         return EngineSettings.model_validate({**self.engine.model_dump(), **overrides})
+
+    def unity_catalog_oss_places(self) -> list[str]:
+        """The environments (or `engine` without any) whose tables live in a Unity Catalog OSS server's
+        catalogs: what they cannot run is refused at `plan` (plan/unity.py)."""
+        places = list(self.environments) if self.environments else [None]
+        out = []
+        for place in places:
+            settings = self.engine_settings(place)
+            unity = settings.unity_catalog
+            if settings.name != "local" and unity is not None and unity.catalogs and unity.server == "oss":
+                out.append(place or "engine")
+        return out
 
 
 def find_project_file(start: Path) -> Path | None:

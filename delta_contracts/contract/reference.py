@@ -136,6 +136,8 @@ FIELD_DOCS: dict[str, str] = {
     "project.engine.spark_conf": "Spark settings for the session `--engine spark` starts (a Hive metastore, "
     "Unity Catalog, …): they win over the toolkit's own and over `spark-defaults.conf`; `--conf k=v` wins "
     "over them. Ignored by `local` and `connect`.",
+    "project.engine.unity_catalog": "A Unity Catalog server whose catalogs `spark` and `connect` use: "
+    'three-level names `catalog.schema.table` (docs/engines.md, "Unity Catalog").',
     "project.environments": "Named places the same contracts and migrations are applied to (dev, staging, "
     "prod), chosen with `--env NAME` or `DELTA_CONTRACTS_ENV`; each has its own engine settings, warehouse "
     "(ledger, leases, readers log) and table names. See docs/environments.md.",
@@ -149,6 +151,8 @@ FIELD_DOCS: dict[str, str] = {
     "(`spark`/`connect`).",
     "project.environments.<name>.engine.spark_conf": "Spark settings for this environment's session; replace "
     "`engine.spark_conf` as a whole.",
+    "project.environments.<name>.engine.unity_catalog": "The Unity Catalog server of this environment; "
+    "replaces `engine.unity_catalog` as a whole.",
     "project.promote": "The order a migration goes through the environments: `apply --env E` refuses (exit "
     "2) a migration phase that an environment before E has not finished, unless `--force --reason`.",
     "project.telemetry": "Settings of the deprecation telemetry that the sunset gate of `apply` reads.",
@@ -228,6 +232,7 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "project.engine.warehouse": "../warehouse",
     "project.engine.ledger": "ops.delta_contracts_ledger",
     "project.engine.spark_conf": {"spark.hadoop.hive.metastore.uris": "thrift://metastore:9083"},
+    "project.engine.unity_catalog": {"uri": "http://127.0.0.1:8080", "catalogs": ["dev", "prod"]},
     "project.telemetry": {"freshness": "PT6H"},
     "project.environments": {
         "dev": {"engine": {"warehouse": "../warehouses/dev"}},
@@ -240,6 +245,10 @@ FIELD_EXAMPLES: dict[str, Any] = {
     "project.environments.<name>.engine.warehouse": "../warehouses/test",
     "project.environments.<name>.engine.ledger": "ops.delta_contracts_ledger",
     "project.environments.<name>.engine.spark_conf": {"spark.sql.shuffle.partitions": "8"},
+    "project.environments.<name>.engine.unity_catalog": {
+        "uri": "https://uc.example.com",
+        "catalogs": ["prod"],
+    },
     "project.promote": ["dev", "prod"],
 }
 

@@ -64,6 +64,11 @@ def _jars_in(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.jar"))
 
 
+def jar_count(folder: Path) -> int:
+    """How many jars a target's folder holds, its subfolders included (Unity Catalog's has some)."""
+    return len(list(folder.rglob("*.jar")))
+
+
 def _has_delta(jars: list[Path]) -> bool:
     return any(p.name.startswith("delta-spark") for p in jars)
 
@@ -94,9 +99,12 @@ def _pom(name: str, dependencies: list[tuple[str, str, str]]) -> str:
 """
 
 
-def _maven_copy(pom: str, folder: Path, groups: str, what: str, wanted: str) -> Path:
-    """Copy the jars of `groups` that the pom's dependencies need into `folder` with Maven, unless a jar whose
-    name starts with `wanted` is there already; the folder is reused afterwards."""
+def _maven_copy(
+    pom: str, folder: Path, groups: str, what: str, wanted: str, options: tuple[str, ...] = ()
+) -> Path:
+    """Copy the jars of `groups` (every group when empty) that the pom's dependencies need into `folder` with
+    Maven, unless a jar whose name starts with `wanted` is there already; the folder is reused afterwards.
+    `options`: more `-D` settings of copy-dependencies."""
     if any(p.name.startswith(wanted) for p in _jars_in(folder)):
         return folder
     mvn = shutil.which("mvn")
@@ -116,7 +124,8 @@ def _maven_copy(pom: str, folder: Path, groups: str, what: str, wanted: str) -> 
                 str(pom_file),
                 "dependency:copy-dependencies",
                 f"-DoutputDirectory={staging}",
-                f"-DincludeGroupIds={groups}",
+                *([f"-DincludeGroupIds={groups}"] if groups else []),
+                *options,
             ],
             capture_output=True,
             text=True,
@@ -208,9 +217,125 @@ def availability(target: str = "delta-4") -> tuple[bool, str]:
     return True, ""
 
 
+# Unity Catalog OSS 0.6.0's server and Spark connector, installed into the jar cache beside delta-spark's.
+#
+# Maven Central serves neither `unitycatalog-server` nor any `unitycatalog-spark_*` build (checked 2026-11),
+# so the two jars come from a folder the site provides (built from the v0.6.0 source, Apache 2.0): the folder
+# named by DELTA_CONTRACTS_UNITYCATALOG, else the nearest `shared/unitycatalog` above the checkout (where CI
+# puts it). They are copied into `<cache>/jars/unitycatalog-0.6.0/`, and what Maven Central does serve is
+# fetched there with Maven: the connector's `jackson-databind-nullable` (neither Spark nor delta-spark ships
+# it; delta-spark's folder already holds unitycatalog-client and -hadoop 0.6.0) and the server's 258
+# third-party runtime jars, as the folder's `server-runtime-pom.xml` names them (~160 MB; 1 min 42 s cold on a
+# loaded 2-core machine).
+UNITY_SOURCE_ENV = "DELTA_CONTRACTS_UNITYCATALOG"
+UNITY_VERSION = "0.6.0"
+UNITY_SERVER_JAR = f"unitycatalog-server-{UNITY_VERSION}.jar"
+UNITY_CONNECTOR_JAR = f"unitycatalog-spark_4.2_2.13-{UNITY_VERSION}.jar"
+UNITY_SERVER_CLASS = "io.unitycatalog.server.UnityCatalogServer"
+UNITY_CATALOG_CLASS = "io.unitycatalog.spark.UCSingleCatalog"
+UNITY_NULLABLE = ("org.openapitools", "jackson-databind-nullable", "0.2.6")
+
+
+def unity_source_folder() -> Path:
+    """Where the two jars built from source are: DELTA_CONTRACTS_UNITYCATALOG, else the nearest
+    `shared/unitycatalog` above the checkout."""
+    named = os.environ.get(UNITY_SOURCE_ENV)
+    folder = Path(named) if named else _beside_checkout()
+    missing = [
+        n
+        for n in (UNITY_SERVER_JAR, UNITY_CONNECTOR_JAR, "server-runtime-pom.xml")
+        if not (folder / n).is_file()
+    ]
+    if missing:
+        raise JarsUnavailableError(
+            f"Unity Catalog's jars are not in {folder} (missing {', '.join(missing)}): set "
+            f"{UNITY_SOURCE_ENV} to the folder holding the server and connector built from Unity Catalog "
+            'v0.6.0 (docs/engines.md, "Unity Catalog")'
+        )
+    return folder
+
+
+def _beside_checkout() -> Path:
+    # the nearest `shared/unitycatalog` above the checkout (a worktree may sit a level deeper than the clone)
+    checkout = Path(__file__).resolve().parents[2]
+    for folder in checkout.parents:
+        if (folder / "shared" / "unitycatalog").is_dir():
+            return folder / "shared" / "unitycatalog"
+    return checkout.parent / "shared" / "unitycatalog"
+
+
+def unity_cache_folder() -> Path:
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "delta-contracts")
+    return root / "jars" / f"unitycatalog-{UNITY_VERSION}"
+
+
+def _copy_once(source: Path, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / source.name
+    if not target.is_file() or target.stat().st_size != source.stat().st_size:
+        partial = target.with_name(target.name + ".tmp")
+        shutil.copyfile(source, partial)
+        os.replace(partial, target)
+
+
+def unity_connector_jars() -> list[Path]:
+    """The jars a Spark session adds to `spark.jars` to use `UCSingleCatalog` (beside delta-spark's)."""
+    folder = unity_cache_folder() / "spark"
+    if not (folder / UNITY_CONNECTOR_JAR).is_file():
+        _copy_once(unity_source_folder() / UNITY_CONNECTOR_JAR, folder)
+    group, artifact, version = UNITY_NULLABLE
+    nullable = unity_cache_folder() / "spark-deps"
+    _maven_copy(
+        _pom("uc-connector-deps", [UNITY_NULLABLE]),
+        nullable,
+        group,
+        f"{group}:{artifact}:{version}",
+        artifact,
+    )
+    return [folder / UNITY_CONNECTOR_JAR, *_jars_in(nullable)]
+
+
+def unity_server_class_path() -> list[Path]:
+    """The server's jar and its third-party runtime jars (fetched once with Maven)."""
+    folder = unity_cache_folder() / "server"
+    source: Path | None = None
+    if not (folder / UNITY_SERVER_JAR).is_file():
+        source = unity_source_folder()
+        _copy_once(source / UNITY_SERVER_JAR, folder)
+    deps = unity_cache_folder() / "server-deps"
+    if not any(p.name.startswith("armeria") for p in _jars_in(deps)):
+        pom = ((source or unity_source_folder()) / "server-runtime-pom.xml").read_text(encoding="utf-8")
+        # every group, no transitive ones: the pom lists each jar itself, as sbt resolved them
+        _maven_copy(
+            pom, deps, "", "the Unity Catalog server's runtime jars", "armeria", ("-DexcludeTransitive=true",)
+        )
+    return [folder / UNITY_SERVER_JAR, *_jars_in(deps)]
+
+
+def unity_fetch_all() -> Path:
+    """Fill the cache with what a Unity Catalog run needs (the `unitycatalog` jars target): the folder."""
+    unity_connector_jars()
+    unity_server_class_path()
+    unity_server_conf()
+    return unity_cache_folder()
+
+
+def unity_server_conf() -> Path:
+    """The server's configuration folder (`etc/conf`) from the source folder, copied into the cache."""
+    folder = unity_cache_folder() / "conf"
+    if not (folder / "server.properties").is_file():
+        conf = unity_source_folder() / "etc" / "conf"
+        shutil.copytree(conf, folder, dirs_exist_ok=True)
+        for path in folder.iterdir():
+            path.chmod(0o644)
+    return folder
+
+
 def fetch(target: str) -> tuple[Path, str]:
-    """Fill the jar cache for one target (`delta-4`, `delta-3` or `derby`): the folder of its jars and the
-    Maven coordinates they came from."""
+    """Fill the jar cache for one target (`delta-4`, `delta-3`, `derby` or `unitycatalog`): the folder of its
+    jars and the Maven coordinates they came from."""
+    if target == "unitycatalog":
+        return unity_fetch_all(), f"Unity Catalog {UNITY_VERSION}"
     if target == "derby":
         return derby_jars(), f"{DERBY_GROUP}:derbynet:{pyspark_derby_version()}"
     return resolve_with_maven(target), TARGETS[target].coordinates
@@ -218,7 +343,8 @@ def fetch(target: str) -> tuple[Path, str]:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m delta_contracts.engine.jars [TARGET…]`: fill the jar cache (the Makefile runs this); the
-    target `derby` fetches Derby's network client and server (a shared metastore, docs/engines.md)."""
+    target `derby` fetches Derby's network client and server (a shared metastore, docs/engines.md), the target
+    `unitycatalog` Unity Catalog's server and Spark connector (docs/engines.md, "Unity Catalog")."""
     targets = (argv if argv is not None else sys.argv[1:]) or ["delta-4"]
     for target in targets:
         try:
@@ -226,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         except JarsUnavailableError as err:
             print(f"error: {target}: {err}", file=sys.stderr)
             return err.exit_code
-        print(f"{target}: {what} -> {folder} ({len(_jars_in(folder))} jars)")
+        print(f"{target}: {what} -> {folder} ({jar_count(folder)} jars)")
     return 0
 
 

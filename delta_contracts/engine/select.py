@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from delta_contracts.contract.project import EngineSettings
+from delta_contracts.contract.unity import UnityCatalogSettings
 from delta_contracts.engine.base import Engine, EngineChoiceError
 from delta_contracts.tableid import TableId
 
@@ -29,6 +30,7 @@ class EngineChoice:
     # Spark settings for the session `spark` starts: contracts.yml's, then `--conf`'s (which win)
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     command_line_conf: Mapping[str, str] = field(default_factory=dict)
+    unity: UnityCatalogSettings | None = None  # a Unity Catalog server's catalogs (spark/connect)
 
     def missing_warehouse(self, *, active_session: bool) -> str | None:
         """Why a command that only reads cannot run: the warehouse folder it reads is not there (a mistyped
@@ -83,7 +85,14 @@ def choose(
         where = project_root / project.warehouse
     where = Path(os.path.normpath(where))  # said as `/repo/warehouse`, not `/repo/contracts/../warehouse`
     ledger = project.ledger_table if chosen != "local" else None
-    return EngineChoice(chosen, chosen_url, where, ledger, dict(project.spark_conf), command_line_conf)
+    unity = project.unity_catalog if chosen != "local" and project.unity_catalog is not None else None
+    if unity is not None:
+        from delta_contracts.engine.spark.unity import catalog_settings
+
+        catalog_settings(unity)  # a server named nowhere is refused before any engine starts
+    return EngineChoice(
+        chosen, chosen_url, where, ledger, dict(project.spark_conf), command_line_conf, unity=unity
+    )
 
 
 def active_spark_session() -> object | None:
@@ -105,15 +114,29 @@ def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
         from delta_contracts.engine.spark.connect import connect_engine
 
         assert choice.url is not None
-        return connect_engine(choice.url, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
+        engine = connect_engine(choice.url, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
+        _register_unity(engine.spark, choice, check_jar=False)  # the server's jars are the server's
+        return engine
     from delta_contracts.engine.spark.engine import SparkEngine
     from delta_contracts.engine.spark.session import command_line_session, interrupt_between_calls
 
     session = active_spark_session()
     if session is None:  # the command's own session: Ctrl-C stops it with one line, no Py4J traces
-        session = command_line_session(choice.warehouse, choice.spark_conf, choice.command_line_conf)
+        session = command_line_session(
+            choice.warehouse, choice.spark_conf, choice.command_line_conf, unity=choice.unity
+        )
         interrupt_between_calls(session)
+    else:
+        _register_unity(session, choice, check_jar=True)
     return SparkEngine(session, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
+
+
+def _register_unity(session: Any, choice: EngineChoice, *, check_jar: bool) -> None:
+    if choice.unity is None:
+        return
+    from delta_contracts.engine.spark.unity import catalog_settings, register_on
+
+    register_on(session, catalog_settings(choice.unity), check_jar=check_jar)
 
 
 def as_engine(spark_or_engine: Any) -> Engine:

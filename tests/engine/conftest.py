@@ -17,6 +17,8 @@ from delta_contracts.engine.base import Engine
 from delta_contracts.engine.spark.session import delta_jars_available
 from tests.engine.session_conf import FAST_SMALL_QUERIES, long_lived_jvm
 from tests.tiers import EXHAUSTIVE
+from tests.unity import UnityServer
+from tests.unity import unity_server as unity_server_running
 
 SKIP_SPARK = os.environ.get("DELTA_CONTRACTS_SKIP_SPARK") == "1"
 # Lines a JVM prints at start-up and while it runs, which a command's output must not carry (measured on
@@ -39,13 +41,17 @@ def local_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 def spark_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     from delta_contracts.engine.spark.engine import SparkEngine
     from delta_contracts.engine.spark.session import local_delta_session
+    from delta_contracts.engine.spark.unity import connector_jar_settings
 
     available, why = delta_jars_available()
     if not available:
         pytest.fail(f"the spark engine cannot start: {why} (DELTA_CONTRACTS_SKIP_SPARK=1 opts out)")
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    # Unity Catalog's connector is on the one session of the process: `unity_catalog` registers its catalogs
     with long_lived_jvm():
-        session = local_delta_session(warehouse=warehouse, extra=FAST_SMALL_QUERIES)
+        session = local_delta_session(
+            warehouse=warehouse, extra={**FAST_SMALL_QUERIES, **connector_jar_settings()}
+        )
     yield SparkEngine(session, warehouse / "_delta_contracts")
     session.stop()
 
@@ -79,6 +85,26 @@ def connect_engine(connect_url: str, tmp_path_factory: pytest.TempPathFactory) -
     engine = open_connect(connect_url, tmp_path_factory.mktemp("connect-state") / "_delta_contracts")
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="session")
+def unity_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UnityServer]:
+    """A Unity Catalog OSS server (tests/unity.py), once per test process, in a fresh folder of the run."""
+    with unity_server_running(tmp_path_factory.mktemp("unity-catalog")) as server:
+        yield server
+
+
+@pytest.fixture
+def unity_catalog(unity_server: UnityServer, spark_engine: Engine, request: pytest.FixtureRequest) -> str:
+    """A new catalog of the server (its storage root allows managed tables), registered on the process's
+    delta-spark session: its name."""
+    from delta_contracts.contract.unity import UnityCatalogSettings
+    from delta_contracts.engine.spark.unity import catalog_settings, register_on
+
+    name = unity_server.fresh_catalog(request.node.name)
+    settings = UnityCatalogSettings(uri=unity_server.uri, token="", catalogs=(name,))
+    register_on(spark_engine.spark, catalog_settings(settings))  # type: ignore[attr-defined]
+    return name
 
 
 JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by the user")

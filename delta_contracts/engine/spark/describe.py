@@ -33,7 +33,8 @@ _NOT_CONFIGURATION_PREFIXES = (FEATURE_PREFIX, "option.")
 _NOT_CONFIGURATION = frozenset({MIN_READER, MIN_WRITER, CLUSTERING})
 
 _PARTITION_SECTION = "# Partition Information"
-_DETAIL_SECTION = "# Detailed Table Information"
+# A view of a catalog plugin (Unity Catalog's) is described under "# Detailed View Information" (Spark 4.2)
+_DETAIL_SECTIONS = ("# Detailed Table Information", "# Detailed View Information")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +67,7 @@ class TableInformation:
                 section = "" if section == _PARTITION_SECTION else section
             elif section == _PARTITION_SECTION and name != "# col_name":
                 partitions.append(name)
-            elif section == _DETAIL_SECTION:
+            elif section in _DETAIL_SECTIONS:
                 detail.setdefault(name, value)
         return cls(
             table_type=detail.get("Type", ""),

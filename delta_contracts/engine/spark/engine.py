@@ -18,14 +18,16 @@ from typing import Any
 
 from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
+from delta_contracts.engine.jars import UNITY_CATALOG_CLASS
 from delta_contracts.engine.retry import Backoff, one_line, retrying
 from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark.describe import TableInformation, TableProperties
 from delta_contracts.engine.spark.errors import error_condition, errors_expected, spark_statement_errors
 from delta_contracts.engine.spark.hold import ProducerHold
-from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA
+from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA, UNITY_CATALOG_OSS
 from delta_contracts.engine.spark.state_table import CatalogStateTable
+from delta_contracts.engine.spark.unity import unity_catalogs
 from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.render import session_settings
@@ -169,11 +171,19 @@ class SparkEngine(Engine):
         return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
     def unsupported_reason(self, op: Op) -> str | None:
+        if self.in_unity_catalog_oss(op.table) and (why := UNITY_CATALOG_OSS.refusal(op)) is not None:
+            return why
         # The session is asked whether it is Databricks only for what OSS Delta refuses (one conf read).
         refusal = SPARK_OSS_DELTA.refusal(op)
         if refusal is None or not self.on_databricks():
             return refusal
         return SPARK_DATABRICKS.refusal(op)
+
+    def in_unity_catalog_oss(self, table: TableId) -> bool:
+        """Whether `table` is in a catalog this session reaches through Unity Catalog OSS's connector."""
+        if len(table) < 3:
+            return False
+        return str(self.spark.conf.get(f"spark.sql.catalog.{table[0]}", "")) == UNITY_CATALOG_CLASS
 
     def on_databricks(self) -> bool:
         """Whether the session is a Databricks runtime (which has SET NOT NULL); clusters set this conf."""
@@ -353,16 +363,22 @@ class SparkEngine(Engine):
         # SHOW statements, not spark.catalog.listTables: that decodes its rows through an encoder which fails
         # when the session interprets expressions instead of compiling them (EXPRESSION_DECODING_FAILED on
         # Spark 4.2 with spark.sql.codegen.factoryMode=NO_CODEGEN).
+        # The session's current catalog by schema.table; each Unity Catalog catalog registered on the
+        # session by catalog.schema.table (a catalog Spark has not loaded yet is not in SHOW CATALOGS).
         found: dict[TableId, str] = {}
-        for schema_row in self.spark.sql(x.sql(_show("SCHEMAS"))).collect():
-            schema = str(schema_row[0])
-            for row in self.spark.sql(x.sql(_show("VIEWS IN", x.ident(schema)))).collect():
-                if row["isTemporary"]:
-                    continue
-                view = TableId((schema, str(row["viewName"])))
-                text = self.view_text(view)
-                if text:
-                    found[view] = text
+        for catalog in (None, *sorted(unity_catalogs(self.spark))):
+            where = () if catalog is None else (catalog,)
+            shown = _show("SCHEMAS") if catalog is None else _show("SCHEMAS IN", x.ident(catalog))
+            for schema_row in self.spark.sql(x.sql(shown)).collect():
+                schema = (*where, str(schema_row[0]))
+                listed = _show("VIEWS IN", _schema_name(schema))
+                for row in self.spark.sql(x.sql(listed)).collect():
+                    if row["isTemporary"]:
+                        continue
+                    view = TableId((*schema, str(row["viewName"])))
+                    text = self.view_text(view)
+                    if text:
+                        found[view] = text
         return found
 
     def view_text(self, view: TableId) -> str | None:
@@ -426,6 +442,15 @@ def _show(what: str, name: Any = None) -> Any:
 
     text = what if name is None else f"{what} {x.sql(name)}"
     return exp.Command(this="SHOW", expression=exp.Literal.string(text))
+
+
+def _schema_name(parts: tuple[str, ...]) -> Any:
+    """A schema, `schema` or `catalog`.`schema`, as a sqlglot expression."""
+    from sqlglot import exp
+
+    if len(parts) == 1:
+        return x.ident(parts[0])
+    return exp.Table(this=x.ident(parts[1]), db=x.ident(parts[0]))
 
 
 def _describe(kind: str, table: TableId, limit: int | None = None) -> Any:

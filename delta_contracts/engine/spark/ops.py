@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sqlglot import exp
+
 from delta_contracts.engine.capabilities import Capability, EngineCapabilities, How, Route
 from delta_contracts.engine.fence import apply_old_changes, carry_renamed_column, fence_versions
 from delta_contracts.engine.op_table import OpTable
@@ -32,6 +34,7 @@ from delta_contracts.plan.ops import (
     SetNotNull,
 )
 from delta_contracts.plan.render import render
+from delta_contracts.plan.unity import REFUSED as UNITY_OSS_REFUSED
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
@@ -69,6 +72,18 @@ def last_catch_up_statement(engine: SparkEngine, op: LastCatchUp, attempt: int) 
     """An in-place rename's last catch-up run whole: the old column's updates first (`engine.fence`)."""
     carry_renamed_column(engine, op)
     return render(op)
+
+
+def view_statement(engine: SparkEngine, op: CreateView, attempt: int) -> str | None:
+    """A view in a Unity Catalog OSS catalog is swapped as DROP VIEW IF EXISTS, then CREATE VIEW: its
+    connector refuses CREATE OR REPLACE VIEW whether the view exists or not (`plan.unity`). DROP VIEW fails on
+    a table, so no table is dropped for a view; run again after a crash in between, it finds no view to drop
+    and creates it."""
+    if op.alter_existing or not engine.in_unity_catalog_oss(op.table):
+        return render(op)
+    engine.sql(x.sql(exp.Drop(tables=[x.table(op.table)], kind="VIEW", exists=True)))
+    query = x.view_query(op.source, op.columns)
+    return x.sql(exp.Create(this=x.table(op.table), kind="VIEW", expression=query))
 
 
 def not_the_fence(op: CatchUpRows) -> bool:
@@ -114,7 +129,9 @@ class SparkOp:
 SPARK_OPS: OpTable[SparkOp] = OpTable(
     {
         CreateTable: SparkOp(retried_on_conflict=False, creates_schema=True),
-        CreateView: SparkOp(retried_on_conflict=False, creates_schema=True, commits=False),
+        CreateView: SparkOp(
+            retried_on_conflict=False, creates_schema=True, commits=False, statement=view_statement
+        ),
         RenameTable: SparkOp(retried_on_conflict=False, table_left=renamed_table),
         DropTable: SparkOp(commits=False),
         SetNotNull: SparkOp(oss_refusal=SET_NOT_NULL_REFUSAL),
@@ -138,3 +155,9 @@ SPARK_OSS_DELTA = EngineCapabilities(
     otherwise=SQL,
 )
 SPARK_DATABRICKS = EngineCapabilities("spark", {}, otherwise=SQL)
+# A table in a catalog of a Unity Catalog OSS server (`plan.unity`: measured there, with the way out).
+UNITY_CATALOG_OSS = EngineCapabilities(
+    "unitycatalog",
+    {kind: Capability(Route(How.REFUSED, f"{why}: {way}")) for kind, (why, way) in UNITY_OSS_REFUSED.items()},
+    otherwise=SQL,
+)

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_contracts.engine.base import EngineError
 from delta_contracts.engine.retry import one_line
@@ -39,6 +39,9 @@ from delta_contracts.engine.spark.errors import (
     spark_statement_errors,
 )
 from delta_contracts.errors import InputError
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.unity import UnityCatalogSettings
 
 CATALOG_IMPLEMENTATION = "spark.sql.catalogImplementation"
 METASTORE_URL = "spark.hadoop.javax.jdo.option.ConnectionURL"
@@ -268,7 +271,10 @@ def local_delta_session(
     if warehouse is not None:
         settings["spark.sql.warehouse.dir"] = str(warehouse)
     log = jvm_log or (warehouse / JVM_LOG if warehouse is not None else None)
-    return _start_session(app_name, {**settings, **delta_jar_settings(target)}, log)
+    jars = delta_jar_settings(target)
+    if "spark.jars" in settings and "spark.jars" in jars:  # the caller's jars beside delta-spark's
+        jars["spark.jars"] = f"{jars['spark.jars']},{settings['spark.jars']}"
+    return _start_session(app_name, {**settings, **jars}, log)
 
 
 def delta_jar_settings(target: str = "delta-4") -> dict[str, str]:
@@ -357,14 +363,27 @@ def jvm_output_to(log: Path | None) -> Iterator[None]:
             os.close(fd)
 
 
-def command_line_session(warehouse: Path, project: Mapping[str, str], command_line: Mapping[str, str]) -> Any:
+def command_line_session(
+    warehouse: Path,
+    project: Mapping[str, str],
+    command_line: Mapping[str, str],
+    *,
+    unity: UnityCatalogSettings | None = None,
+) -> Any:
     """The session `--engine spark` starts when there is no active one: its catalog persists with the
-    warehouse unless the user configures another (see the settings above)."""
+    warehouse unless the user configures another (see the settings above). `unity`: a Unity Catalog server
+    whose catalogs it registers, with the connector's jars beside delta-spark's."""
     from delta_contracts.engine.jars import derby_client_jar
 
     found = spark_defaults_file()
     defaults = read_spark_defaults(found) if found is not None else {}
     ours = {**LOCAL_SESSION_CONF, **DELTA_EXTENSIONS, **delta_jar_settings()}
+    if unity is not None:
+        from delta_contracts.engine.spark.unity import catalog_settings, connector_jar_settings
+
+        jars = connector_jar_settings()["spark.jars"]
+        ours["spark.jars"] = ",".join(p for p in (ours.get("spark.jars", ""), jars) if p)
+        ours.update(catalog_settings(unity))
     settings = session_settings(
         ours,
         warehouse,

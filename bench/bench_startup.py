@@ -84,7 +84,7 @@ version: 1.0.{revision}
 description: What shoppers did.
 owner: {{team: shop}}
 columns:
-  - {{name: event_id, type: bigint, nullable: false, description: Event key, revision {revision}.}}
+  - {{name: event_id, type: bigint, nullable: false, description: "Event key (revision {revision})."}}
   - {{name: kind, type: string, description: What happened.}}
 """
 

@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "site": ("delta_contracts.cli.site", "site_command"),
     "demo": ("delta_contracts.cli.demo", "demo_command"),
     "jars": ("delta_contracts.cli.jars", "jars_command"),
+    "engine": ("delta_contracts.cli.engine", "engine_app"),
 }
 
 

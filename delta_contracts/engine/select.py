@@ -121,6 +121,10 @@ def open_engine(choice: EngineChoice, *, allow_rewrite: bool = False) -> Engine:
     from delta_contracts.engine.spark.session import command_line_session, interrupt_between_calls
 
     session = active_spark_session()
+    if session is None and choice.unity is None:  # the resident server registers no Unity Catalog
+        resident = resident_engine(choice)
+        if resident is not None:
+            return resident
     if session is None:  # the command's own session: Ctrl-C stops it with one line, no Py4J traces
         session = command_line_session(
             choice.warehouse, choice.spark_conf, choice.command_line_conf, unity=choice.unity
@@ -137,6 +141,38 @@ def _register_unity(session: Any, choice: EngineChoice, *, check_jar: bool) -> N
     from delta_contracts.engine.spark.unity import catalog_settings, register_on
 
     register_on(session, catalog_settings(choice.unity), check_jar=check_jar)
+
+
+def resident_engine(choice: EngineChoice) -> Engine | None:
+    """The warehouse's resident engine (`delta-contracts engine start`), when one runs with the settings this
+    command asks for; a recorded one that is gone or runs with other settings is said in one line, and the
+    command then starts a session of its own."""
+    import sys
+
+    from delta_contracts.engine.spark import resident
+
+    record = resident.read_record(choice.warehouse)
+    if record is None:
+        return None
+    where = resident.state_folder(choice.warehouse) / resident.RECORD
+    stale = resident.why_stale(record)
+    wanted = {**choice.spark_conf, **choice.command_line_conf}
+    if stale is None and dict(record.settings) != wanted:
+        stale = "it runs with other Spark settings than this command's"
+    if stale is not None:
+        print(
+            f"note: not using the resident engine of {where}: {stale}; starting a session of this "
+            "command's own",
+            file=sys.stderr,
+        )
+        resident.forget_stale(choice.warehouse, record)
+        return None
+    from delta_contracts.engine.spark.connect import connect_engine
+
+    resident.keep_alive(choice.warehouse, record)
+    engine = connect_engine(record.url, choice.warehouse / "_delta_contracts", ledger=choice.ledger)
+    engine.name = "spark"  # the user's engine: the same delta-spark and catalog, reached over Connect
+    return engine
 
 
 def as_engine(spark_or_engine: Any) -> Engine:

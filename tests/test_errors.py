@@ -116,6 +116,8 @@ MEANINGS = {
     "unusable input": [
         "delta_contracts.plan.building.FeatureLossError",  # plan: a change would lose a declared feature
         "delta_contracts.plan.building.FieldChangeError",  # plan: a field change Delta cannot make in place
+        "delta_contracts.plan.building.TableLimitError",  # plan: a statement the table's properties forbid
+        "delta_contracts.plan.unity.UnityCatalogRefusedError",  # plan: an op Unity Catalog OSS cannot run
         "delta_contracts.errors.InputError",
         "delta_contracts.quality.locate.ContractNotFoundError",  # read/write/enforce: no contract by that id
         "delta_contracts.quality.read.VersionSpecError",  # read: a version pin that is no spec

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum, auto
 from pathlib import Path
@@ -179,6 +180,11 @@ class Engine(ABC):
         """Run one data statement of an op (a batch of a backfill or copy) writing `table`, its commit tagged
         with `tag`."""
         self.sql(statement)
+
+    def holding_producers(self, table: TableId) -> AbstractContextManager[None]:
+        """Producers of `table` held off it while the block runs (`apply.schedule.held_runs`), where the
+        engine has a hold (spark: `engine.spark.hold`); elsewhere nothing."""
+        return nullcontext()
 
     def row_mover(self, op: Op) -> RowMover[Any] | None:
         """How the op moves rows in batches on this engine (its op table says), or None: it runs whole."""

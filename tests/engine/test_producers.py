@@ -174,7 +174,7 @@ def test_a_producer_ignoring_the_hold_through_a_backfill_and_not_null(
     if outcome.exit_code != 0:
         detail = outcome.failure.detail if outcome.failure else ""
         assert outcome.exit_code == 1, detail
-        assert "run apply again" in detail, detail
+        assert "run `apply` again" in detail, detail
         assert "Traceback" not in detail and "org.apache" not in detail, detail
         rerun = apply(connect_engine, case["root"], tables=[case["old"].id])
         assert rerun.exit_code == 0, rerun.failure and rerun.failure.detail

@@ -171,6 +171,8 @@ def test_a_producer_ignoring_the_hold_through_a_backfill_and_not_null(
     with writers(tmp_path, [spec]) as (writer,):
         outcome = apply(connect_engine, case["root"], tables=[case["old"].id], conflict_patience=45)
     assert writer.process.exitcode == 0, writer.printed()
+    released = hold_now(connect_engine, case["table"])  # also when the op gave up
+    assert released is None or released <= datetime.now(UTC), released
     if outcome.exit_code != 0:
         detail = outcome.failure.detail if outcome.failure else ""
         assert outcome.exit_code == 1, detail

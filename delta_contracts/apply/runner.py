@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -34,7 +35,7 @@ from delta_contracts.apply.reports import (
     prechecks,
     requirements,
 )
-from delta_contracts.apply.schedule import Schedule, Verdict
+from delta_contracts.apply.schedule import Schedule, Verdict, held_runs
 from delta_contracts.engine.base import (
     SKIPPED_DETAIL,
     Engine,
@@ -191,20 +192,30 @@ class Runner:
             refused = refused_by_live_tables(self.engine, stored, todo)
             if refused is not None:
                 raise ApplyRefusedError(f"{stored.json_path}: {refused}")
-            for index, op, decision in schedule.decisions(stored, done):
-                flight = OpInFlight(contract, stored, index, op)
-                if decision.verdict is not Verdict.RUN:
-                    status = OpStatus(decision.verdict.value)
-                    reasons = decision.reasons
-                    if status is OpStatus.HELD and not self.options.dry_run:
-                        self._record_held(flight, reasons)
-                    self._emit(run, self._report(flight, status, reasons=reasons))
-                    continue
-                report = self._run_op(flight, lease, decision.forced)
-                self._emit(run, report)
-                if report.status is OpStatus.FAILED:
-                    run.failure = report
-                    return
+            runs = held_runs(ops)
+            with ExitStack() as holding:  # producers held off a run of ops as one (`held_runs`)
+                held_to = 0
+                for index, op, decision in schedule.decisions(stored, done):
+                    flight = OpInFlight(contract, stored, index, op)
+                    if decision.verdict is not Verdict.RUN:
+                        status = OpStatus(decision.verdict.value)
+                        reasons = decision.reasons
+                        if status is OpStatus.HELD and not self.options.dry_run:
+                            self._record_held(flight, reasons)
+                        self._emit(run, self._report(flight, status, reasons=reasons))
+                        continue
+                    end = next((e for s, e in runs.items() if s <= index <= e), 0)
+                    if end > held_to and not self.options.dry_run:
+                        holding.close()
+                        holding.enter_context(self.engine.holding_producers(op.table))
+                        held_to = end
+                    report = self._run_op(flight, lease, decision.forced)
+                    self._emit(run, report)
+                    if report.status is OpStatus.FAILED:
+                        run.failure = report
+                        return
+                    if index >= held_to:
+                        holding.close()
 
     def _record_held(self, flight: OpInFlight, reasons: tuple[str, ...]) -> None:
         """A row saying the run left the op at its shut gate, and why: `history` shows what waited when."""

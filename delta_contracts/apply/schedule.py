@@ -3,7 +3,8 @@ or was done before.
 
 The rules, in the order they are checked:
 - an op the ledger says finished is done, unless it is a catch-up that must run again right before a later op
-  of its migration that has not finished (rows it must catch may have come since it ran);
+  of its migration that has not finished (rows it must catch may have come since it ran): a last catch-up
+  before its drop, and the cutover's catch-up before the tightenings of its held run (`held_runs`);
 - a contract-phase op waits behind an earlier contract op that has not run; an expand, populate or cutover op
   waits behind an earlier one of those that has not run;
 - a later *versioned* migration's cutover also waits behind an earlier contract op that has not run: its new
@@ -19,12 +20,13 @@ A held contract phase does not hold back later migrations' expand and populate (
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import Op, Phase
+from delta_contracts.plan.ops import AddCheck, Backfill, Op, Phase, SetNotNull
+from delta_contracts.sql.expressions import referenced_columns
 
 
 class Verdict(StrEnum):
@@ -51,6 +53,30 @@ def moves_readers(stored: StoredMigration, op: Op) -> bool:
     return stored.migration.strategy == "versioned" and op.phase is Phase.CUTOVER
 
 
+def held_runs(ops: Sequence[Op]) -> dict[int, int]:
+    """The runs of a migration's ops that no producer's row may come between, from the index (from 1) of the
+    first to that of the last: the cutover's catch-up backfill of a column that a tightening right after it
+    reads (a NOT NULL column's fill, a renamed NOT NULL column), through the end of the cutover (the stamp).
+    A producer writing the old shape until the stamp writes the column NULL: a row of it landing between the
+    catch-up and the tightening breaks the tightening's pre-check, and one landing after the tightening is
+    refused by it until the stamp switches the producer. So the runner holds producers off the table for
+    the whole run (`Engine.holding_producers`): a producer that obeys the hold finds the stamp when it ends.
+    A run resumed after a refusal runs its catch-up again first."""
+    runs: dict[int, int] = {}
+    for start, op in enumerate(ops, start=1):
+        if not isinstance(op, Backfill) or op.phase is not Phase.CUTOVER:
+            continue
+        reads = False
+        for later in ops[start:]:
+            if not isinstance(later, AddCheck | SetNotNull) or later.table != op.table:
+                break
+            read = referenced_columns(later.expression) if isinstance(later, AddCheck) else {later.column}
+            reads = reads or op.column.casefold() in {c.casefold() for c in read}
+        if reads:
+            runs[start] = start + sum(1 for later in ops[start:] if later.phase is Phase.CUTOVER)
+    return runs
+
+
 class Schedule:
     """The decisions for one table's migrations, in order; it carries across them what blocks what."""
 
@@ -62,9 +88,11 @@ class Schedule:
     def decisions(self, stored: StoredMigration, done: Collection[int]) -> Iterator[tuple[int, Op, Decision]]:
         """Each op of `stored` with what to do with it; `done`: the indexes the ledger says finished."""
         ops = stored.migration.ops
+        runs = held_runs(ops)
         early_pending = False
         for index, op in enumerate(ops, start=1):
-            rerun = op.checked_again and any(i not in done for i in range(index + 1, len(ops) + 1))
+            last = runs.get(index, len(ops) if op.checked_again else index)
+            rerun = any(i not in done for i in range(index + 1, last + 1))
             if index in done and not rerun:
                 yield index, op, Decision(Verdict.DONE)
                 continue

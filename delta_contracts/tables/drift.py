@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from delta_contracts.contract.model import Column, Contract
 from delta_contracts.contract.types import canonical_or_text
 from delta_contracts.live import Commit, LiveColumn, LiveTable
-from delta_contracts.marks import DEPRECATED_COLUMNS, STAMP_VERSION
+from delta_contracts.marks import DEPRECATED_COLUMNS, HOLD, STAMP_VERSION
 from delta_contracts.plan.rules import contract_rules, not_null_rule
 from delta_contracts.sql.normalize import same_expression
 from delta_contracts.tableid import TableId
@@ -239,7 +239,7 @@ def commit_drift(commits: Sequence[Commit], is_toolkit: Callable[[int], bool]) -
     items = []
     for commit in commits:
         version, operation = commit.version, commit.operation
-        if is_toolkit(version) or operation.upper() in DATA_OPERATIONS:
+        if is_toolkit(version) or operation.upper() in DATA_OPERATIONS or _only_holds(commit):
             continue
         who = commit.engine_info or "unknown engine"
         items.append(
@@ -252,6 +252,16 @@ def commit_drift(commits: Sequence[Commit], is_toolkit: Callable[[int], bool]) -
             )
         )
     return items
+
+
+def _only_holds(commit: Commit) -> bool:
+    """A commit that set the producer hold alone (`engine.spark.hold`): `apply` holding producers off the
+    table, around a run of ops too, or in a run that died holding it; it changes nothing a contract says."""
+    try:
+        properties = json.loads(commit.parameters.get("properties") or "{}")
+    except ValueError:
+        return False
+    return commit.operation.upper() == "SET TBLPROPERTIES" and set(properties) == {HOLD}
 
 
 def alias_drift(

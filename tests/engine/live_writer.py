@@ -15,10 +15,12 @@ inserting new ones; `upsert`: a change data capture producer, each MERGE on txn_
 updating up to UPDATES_PER_COMMIT of its existing keys to new values and deleting one: its log then holds
 every committed change, a deleted key as `{"txn_id": …, "deleted": true}`, so the last entry of a key is its
 value); name (prefix of its txn ids); log (the file of committed rows); cadence (optional: the
-seconds between two commits, CADENCE_SECONDS when absent, 0 for back to back).
+seconds between two commits, CADENCE_SECONDS when absent, 0 for back to back); ignore_hold (optional: true
+for a producer that never looks at the hold).
 
 Before each write it also waits while the table it writes is held (`delta_contracts.hold` in its
-`TBLPROPERTIES` names an instant still to come), as docs/migrations.md asks of producers.
+`TBLPROPERTIES` names an instant still to come), as docs/migrations.md asks of producers, unless told to
+ignore the hold.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def row(name: str, n: int) -> dict[str, Any]:
         "status": "OK",
         "legacy_channel": "app",
         "txn_date": date(2026, 11, 1 + n % 3),
+        "region": "north",
     }
 
 
@@ -243,7 +246,8 @@ def writer_main(
                 started.value += 1
             switched = switched or stamped(session, spec)
             table = spec["switch_to"] if switched else spec["table"]
-            held_total += wait_while_held(session, table, stop)
+            if not spec.get("ignore_hold"):
+                held_total += wait_while_held(session, table, stop)
             columns = spec["new_columns"] if switched else spec["old_columns"]
             fresh = [row(spec["name"], n + i) for i in range(ROWS_PER_COMMIT)]
             if spec["mode"] == "upsert":

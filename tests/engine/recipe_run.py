@@ -27,6 +27,7 @@ from typing import Any
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
+from delta_contracts.marks import HOLD
 from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.ops import CopyRows, Migration, Op, Phase
 from delta_contracts.plan.planner import plan
@@ -528,8 +529,9 @@ def table_state(location: str, schema: str) -> dict[str, Any]:
 
 
 # Properties each writer keeps for itself (column-mapping ids, feature flags set by the protocol upgrade
-# that an op triggers): not part of what a contract says.
-ENGINE_BOOKKEEPING = ("delta.columnMapping.maxColumnId", "delta.feature.")
+# that an op triggers), and the producer hold, which only delta-spark sets (the instant it was released):
+# not part of what a contract says.
+ENGINE_BOOKKEEPING = ("delta.columnMapping.maxColumnId", "delta.feature.", HOLD)
 
 
 def rows_from_files(table: Any, location: str) -> list[dict[str, Any]]:

@@ -194,9 +194,8 @@ def test_every_widening_keeps_every_check_at_every_commit(spark_engine: Engine) 
         assert types == {"id": "string", **WIDER}
         rows = engine.sql(f"SELECT i, st.n AS n FROM {name} WHERE id = 'w'")
         assert rows == [{"i": 3000000000, "n": 5000000000}]
-        assert (
-            engine.count_where(table, "id = 'g'") == 5
-        )  # one before the run, one before each phase, one after
+        # one before the run, one before each phase, one after
+        assert engine.count_where(table, "id = 'g'") == 1 + len(Phase) + 1
         rules = set(BREAKING)
         assert rules == {r.name for r in contract_rules(new).values()}
         assert audit(location, start, rules, lambda rule: {rule}) == []

@@ -12,21 +12,17 @@ logged as committed is read back through the contract's name: counted and checks
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from delta_contracts.apply import apply
-from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan.migrations import load_history, next_migration, write_migration
-from delta_contracts.sql import expressions as x
-from delta_contracts.target import Target
-from tests.engine.apply_child import fork_server
+from delta_contracts.plan.migrations import load_history
 from tests.engine.conftest import JVM
-from tests.engine.live_writer import DELETED, writer_main
+from tests.engine.live_run import columns_of, plan_folder, served, writers
+from tests.engine.live_writer import DELETED
 from tests.engine.recipe_run import ROWS, checksum, create_schema, renamed, write_rows
 from tests.recipes import nullable_rename, pair
 from tests.tiers import EXHAUSTIVE
@@ -35,40 +31,6 @@ from tests.tiers import EXHAUSTIVE
 # 1 commit retried, 48/48 with 4, 10/10 with 0). On a machine loaded far beyond its cores (load average 20)
 # a case took ten minutes, apply's UPDATE losing race after race against the producer's appends.
 pytestmark = [pytest.mark.engine, JVM]
-
-ROLES = {  # every column of the recipe contracts -> the writer's field it holds
-    "txn_id": "txn_id",
-    "txn_amt_paise": "amount",
-    "amount_paise": "amount",
-    "attempts": "attempts",
-    "status": "status",
-    "legacy_channel": "legacy_channel",
-    "channel": "legacy_channel",
-    "txn_date": "txn_date",
-}
-PER_OP_TIMEOUT = 120.0
-
-
-def plan_folder(root: Path, old: Contract, new: Contract) -> Path:
-    folder = root / old.id
-    history: list[Any] = []
-    for contract in (old, new):
-        planned = next_migration(history, contract, Target.DELTA_4)
-        assert planned is not None
-        write_migration(folder, planned)
-        history = load_history(folder)
-    return root
-
-
-def columns_of(contract: Contract) -> dict[str, str]:
-    return {c.name: ROLES[c.name] for c in contract.columns}
-
-
-def served(engine: Engine, contract: Contract, prefix: str) -> list[dict[str, Any]]:
-    from sqlglot import exp
-
-    pattern = exp.Like(this=x.column("txn_id"), expression=exp.Literal.string(f"{prefix}%"))
-    return engine.sql(x.sql(exp.select(exp.Star()).from_(x.table(contract.table_parts)).where(pattern)))
 
 
 def run_live(
@@ -96,12 +58,8 @@ def run_live(
     old_physical, new_physical = list(created.state.physical), list(migration.state.physical)
     write_rows(engine, created.state.physical, ROWS)
 
-    context = fork_server()
-    stop = context.Event()
-    writers = []
-    for index, mode in enumerate(modes):
-        name = f"w{index}{mode[0]}"
-        spec = {
+    specs = [
+        {
             "url": url,
             "table": old_physical,
             "switch_to": new_physical,
@@ -110,19 +68,11 @@ def run_live(
             "old_columns": columns_of(old),
             "new_columns": columns_of(new),
             "mode": mode,
-            "name": name,
-            "log": str(tmp_path / f"{name}.jsonl"),
+            "name": f"w{index}{mode[0]}",
             **({} if cadence is None else {"cadence": cadence}),
         }
-        ready, started, finished = context.Event(), context.Value("i", 0), context.Value("i", 0)
-        process = context.Process(  # type: ignore[attr-defined]
-            target=writer_main, args=(spec, str(tmp_path / f"{name}.out"), ready, stop, started, finished)
-        )
-        process.start()
-        writers.append((name, process, ready, (started, finished), spec))
-    for name, _, ready, _, _ in writers:
-        assert ready.wait(PER_OP_TIMEOUT), f"{name} never committed: {(tmp_path / f'{name}.out').read_text()}"
-
+        for index, mode in enumerate(modes)
+    ]
     ops = {
         f"{s.migration_id} op {i} started": op
         for s in load_history(root / old.id)
@@ -141,39 +91,27 @@ def run_live(
     phases = [op.phase for op in ops.values()]
     firsts = {name for k, (name, op) in enumerate(ops.items()) if k == 0 or phases[k - 1] != op.phase}
 
-    def one_more_attempt_each(boundary: str) -> None:
-        """At the start of each phase and of each op that moves rows or closes a table: wait until every
-        writer has made a whole attempt (checked the stamp, written, committed or not) that began after the
-        op before had ended."""
-        op = ops.get(boundary)
-        if op is None or (boundary not in firsts and op.kind not in watched):
-            return
-        for name, process, _, (started, finished), _ in writers:
-            begun = started.value
-            waited = 0.0
-            while finished.value <= begun:
-                assert process.is_alive(), f"{name} died: {(tmp_path / f'{name}.out').read_text()}"
-                process.join(0.05)  # wakes as soon as the process ends; else polls its counter
-                waited += 0.05
-                assert waited < PER_OP_TIMEOUT, f"{name} made no attempt before {boundary}"
+    with writers(tmp_path, specs) as started:
 
-    try:
+        def one_more_attempt_each(boundary: str) -> None:
+            """At the start of each phase and of each op that moves rows or closes a table: wait until every
+            writer has made a whole attempt (checked the stamp, written, committed or not) that began after
+            the op before had ended."""
+            op = ops.get(boundary)
+            if op is None or (boundary not in firsts and op.kind not in watched):
+                return
+            for writer in started:
+                writer.one_more_attempt(boundary)
+
         outcome = apply(
             engine, root, tables=[old.id], force_reason="live writers test", on_boundary=one_more_attempt_each
         )
-    finally:
-        stop.set()
-        for _, process, _, _, _ in writers:
-            process.join(PER_OP_TIMEOUT)
-    outputs = {name: _last_line(tmp_path / f"{name}.out") for name, *_ in writers}
+    outputs = {w.name: w.summary() for w in started}
     assert outcome.exit_code == 0, (outcome.failure and outcome.failure.detail, outputs)
-    assert all(process.exitcode == 0 for _, process, *_ in writers), outputs
-    written: list[dict[str, Any]] = []
-    for name, *_ in writers:
-        lines = (tmp_path / f"{name}.jsonl").read_text(encoding="utf-8").splitlines()
-        written += [json.loads(line) for line in lines]
+    assert all(w.process.exitcode == 0 for w in started), outputs
+    written: list[dict[str, Any]] = [change for w in started for change in w.committed()]
     expected = [{c: r[field] for c, field in columns_of(new).items()} for r in written if not r.get(DELETED)]
-    got = served(engine, new, "w")
+    got = served(engine, new.table_parts, "w")
     got_text = [{k: (str(v) if k == "txn_date" else v) for k, v in r.items()} for r in got]  # as logged
     last: dict[str, dict[str, Any] | None] = {}  # each key's last committed change, in commit order
     for r in written:
@@ -190,12 +128,6 @@ def run_live(
         "ops": len(ran),
         "writers": outputs,
     }
-
-
-def _last_line(path: Path) -> str:
-    """A writer's summary (`committed N rows, …`): the last line it printed."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return lines[-1] if lines else ""
 
 
 # `make test` runs the in-place rename (expand, populate, cutover and a drop with its last catch-up) and the

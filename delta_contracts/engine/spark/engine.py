@@ -110,6 +110,7 @@ class SparkEngine(Engine):
         # Tables on which a statement of this engine lost a commit race to producers: the next op on one
         # holds them off from its first attempt (a backfill's next batch would lose its first race too).
         self._contended: set[TableId] = set()
+        self._held: dict[TableId, ProducerHold] = {}  # the holds of runs of ops (`holding_producers`)
 
     @property
     def state_dir(self) -> Path:
@@ -218,19 +219,34 @@ class SparkEngine(Engine):
             retry=entry.retried(op),
         )
 
+    @contextmanager
+    def holding_producers(self, table: TableId) -> Iterator[None]:
+        hold = ProducerHold(table, self._hold_statement)
+        self._held[table] = hold
+        try:
+            hold.keep()
+            yield
+        finally:
+            del self._held[table]
+            self._release(hold)
+
     def _retry_holding_producers(
         self, action: Callable[[int], object], *, what: str, table: TableId | None, holds: bool, retry: bool
     ) -> None:
         """Run `action` (given its attempt number), again after each lost commit race while the patience
         lasts; from the first lost race on, producers of `table` are held off (`spark.hold`) until it ends,
-        and every later statement on that table holds them from its first attempt."""
+        and every later statement on that table holds them from its first attempt. Within a run of ops held
+        as one (`holding_producers`), the run's hold is kept up instead, and outlasts the statement."""
         attempts = itertools.count()
-        hold = ProducerHold(table, self._hold_statement) if holds and table is not None else None
+        run = self._held.get(table) if table is not None else None
+        hold = run or (ProducerHold(table, self._hold_statement) if holds and table is not None else None)
 
         def attempt() -> None:
             if hold is not None:
                 hold.attempt_begins()
-                if hold.table in self._contended and not hold.engaged:
+                if run is not None:
+                    run.keep()
+                elif hold.table in self._contended and not hold.engaged:
                     hold.engage()
             action(next(attempts))
 
@@ -243,11 +259,14 @@ class SparkEngine(Engine):
         try:
             retrying(attempt, what=what, retry=retry, on_retry=lost, backoff=self._backoff())
         finally:
-            if hold is not None:
-                try:
-                    hold.release()
-                except spark_statement_errors():
-                    pass  # the hold runs out by itself; the op's own outcome is what the caller needs
+            if hold is not None and run is None:
+                self._release(hold)
+
+    def _release(self, hold: ProducerHold) -> None:
+        try:
+            hold.release()
+        except spark_statement_errors():
+            pass  # the hold runs out by itself; the op's own outcome is what the caller needs
 
     def _hold_statement(self, statement: str) -> None:
         retrying(

@@ -11,9 +11,11 @@ is one more property there, `delta_contracts.hold`, holding the UTC instant unti
 
 After the first lost race of an op on a table, `apply` sets the hold — a metadata commit, so every append
 still in flight fails and its producer, checking again, waits — runs the statement again, and sets the hold to
-the present instant when the op ends, committed or not. The hold runs out by itself: if `apply` dies holding
-it, producers resume when its instant passes, and if a statement outlasts it, producers resume, the statement
-may lose again, and the next hold is longer. Correctness never rests on the hold: Delta's conflict check
+the present instant when the op ends, committed or not. A run of ops that no producer's row may come between
+(the cutover's catch-up and the tightenings that read its column) is held from its first statement to its
+last, lost race or not (`keep`). The hold runs out by itself: if `apply` dies holding it, producers resume
+when its instant passes, and if a statement outlasts it, producers resume, the statement may lose again, and
+the next hold is longer. Correctness never rests on the hold: Delta's conflict check
 still refuses every commit that would lose a row; the hold only lets the statement find a gap.
 """
 
@@ -79,6 +81,15 @@ class ProducerHold:
             return
         self.run(hold_statement(self.table, self.now() + timedelta(seconds=length)))
         self.engaged, self._expires = True, self.clock() + length
+
+    def keep(self) -> None:
+        """Engaged for at least SHORTEST_HOLD from now: the hold of a run of ops (`apply.schedule.held_runs`),
+        set when the run begins whether or not a race was lost, and renewed as each of its statements
+        begins."""
+        if self.engaged and self._expires - self.clock() > SHORTEST_HOLD / 2:
+            return
+        self.run(hold_statement(self.table, self.now() + timedelta(seconds=SHORTEST_HOLD)))
+        self.engaged, self._expires = True, self.clock() + SHORTEST_HOLD
 
     def release(self) -> None:
         if self.engaged:

@@ -5,9 +5,9 @@ repository may already be the next one, and it may carry columns of both: an in-
 from its expand on, the old one (deprecated) until its drop; a drop's column until the drop; a widened type
 from the expand on. docs/migrations.md ("Writers during a migration") says what a producer may write: the
 shape of the version the table is stamped with, the old one until the new stamp appears and the new one
-from then on. So a batch is checked against the version whose shape it has, among the one the table is
-stamped with and the one the caller named, and refused when that version is not the stamped one (a new
-shape before its cutover, an old one after it), saying which to write.
+from then on. So a batch is written as the stamped version when it has its shape, and refused, saying which
+shape to write, when it has the shape of another version (the caller's or one the migrations folder holds):
+a new shape before its cutover, an old one after it.
 
 Its rows then fill every column the table has, not only the contract's: Sail's INSERT by name and a MERGE's
 `*` need each of them, and a reader of a deprecated column must keep seeing rows during its deprecation
@@ -61,26 +61,32 @@ def known_versions(contract: Contract, migrations: Path | None) -> list[Contract
 def batch_shape(
     schema: Any, contract: Contract, live: LiveTable, known: Sequence[Contract], *, cast: bool
 ) -> Contract:
-    """The version the batch is written as: the stamped one when the batch has its shape, else the caller's
-    when the table is stamped with it (or carries no stamp). Raises ShapeNotStampedError when the batch has
-    the shape of a version the table is not stamped with, naming the version to write."""
+    """The version the batch is written as: the one the table is stamped with (the caller's when the table
+    carries no stamp, or a stamp the migrations do not know). Raises ShapeNotStampedError when the batch has
+    instead the shape of another version (the caller's, or one the migrations hold), saying which to write;
+    a batch that fits no version is returned with the stamped one, whose `enforce` names its problems."""
     stamp = live.properties.get(STAMP_VERSION)
-    stamped = next((c for c in known if c.version == stamp), None)
-    if stamp is None or stamp == contract.version:
+    if stamp is None:
         return contract
+    stamped = next((c for c in known if c.version == stamp), None)
+    if stamped is None and contract.version == stamp:
+        stamped = contract
     if stamped is not None and not schema_problems(schema, stamped, cast=cast):
         return stamped
-    if schema_problems(schema, contract, cast=cast):
-        return stamped or contract  # the batch fits neither: its problems are reported against it (enforce)
-    if semver_tuple(contract.version) > semver_tuple(stamp):
+    others = [contract, *reversed(known)]  # the caller's first, then the newest
+    fits = next((c for c in others if c.version != stamp and not schema_problems(schema, c, cast=cast)), None)
+    if fits is None:
+        return stamped or contract
+    differs = "; ".join(schema_problems(schema, stamped, cast=cast)) if stamped is not None else ""
+    wanted = f"write the {stamp} shape" + (f" (this batch: {differs})" if differs else "")
+    if semver_tuple(fits.version) > semver_tuple(stamp):
         raise ShapeNotStampedError(
-            f"{live.name} is stamped {stamp}: a batch in {contract.id} {contract.version}'s shape is written "
-            f"once the cutover stamps {contract.version} (`delta-contracts apply`); until then write the "
-            f"{stamp} shape"
+            f"{live.name} is stamped {stamp}: a batch in {fits.id} {fits.version}'s shape is written once "
+            f"the cutover stamps {fits.version} (`delta-contracts apply`); until then {wanted}"
         )
     raise ShapeNotStampedError(
-        f"{live.name} is stamped {stamp}: a batch in {contract.id} {contract.version}'s shape is no longer "
-        f"written; write the {stamp} shape"
+        f"{live.name} is stamped {stamp}: a batch in {fits.id} {fits.version}'s shape is no longer written "
+        f"since the cutover stamped {stamp}; {wanted}"
     )
 
 
@@ -95,13 +101,14 @@ def renames(known: Iterable[Contract]) -> list[tuple[str, str]]:
 
 
 def fills(live: LiveTable, shape: Contract, known: Sequence[Contract]) -> list[Fill]:
-    """What the batch (in `shape`'s columns) puts in each live column, in the table's column order."""
+    """What the batch (in `shape`'s columns) puts in each live column, in the table's column order. Raises
+    ShapeNotStampedError when a column of the batch has no column of the table to land in (the table drifted
+    from the version it is stamped with): its values would be lost."""
     carried = {c.name.casefold(): c for c in shape.columns}
     pairs = renames(known)
     out: list[Fill] = []
     for column in live.columns:
-        folded = column.name.casefold()
-        source = _source(folded, carried, pairs)
+        source = _source(column.name.casefold(), carried, pairs)
         if source is None and (column.generated or column.identity):
             continue  # Delta computes it
         if source is None:
@@ -109,18 +116,33 @@ def fills(live: LiveTable, shape: Contract, known: Sequence[Contract]) -> list[F
         else:
             value = _as_type(x.column(source.name), source.type, column)
         out.append(Fill(column.name, value.as_(column.name, quoted=True), source is not None))
+    landed = {c.name.casefold() for c in live.columns}
+    lost = [c.name for c in shape.columns if c.name.casefold() not in landed]
+    if lost:
+        raise ShapeNotStampedError(
+            f"{live.name} has no column {', '.join(lost)} of {shape.id} {shape.version}, the version it is "
+            "stamped with: nothing was written (`delta-contracts drift` shows how the table differs)"
+        )
     return out
 
 
 def _source(folded: str, carried: dict[str, Any], pairs: list[tuple[str, str]]) -> Any:
-    """The batch column that fills a live column: itself, else the other side of a rename it is part of."""
-    if folded in carried:
-        return carried[folded]
-    for old, new in pairs:
-        if folded == old and new in carried:
-            return carried[new]  # the deprecated old column keeps serving its readers
-        if folded == new and old in carried:
-            return carried[old]  # the new column an old-shape row will have anyway after the backfill
+    """The batch column that fills a live column: itself, else the nearest name it had or took through the
+    renames (a deprecated old column keeps serving its readers; a new column gets the value the backfill
+    would give an old-shape row)."""
+    seen, frontier = {folded}, [folded]
+    while frontier:
+        found = next((carried[name] for name in frontier if name in carried), None)
+        if found is not None:
+            return found
+        frontier = [
+            other
+            for name in frontier
+            for old, new in pairs
+            for other in ((new,) if old == name else (old,) if new == name else ())
+            if other not in seen
+        ]
+        seen.update(frontier)
     return None
 
 

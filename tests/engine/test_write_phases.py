@@ -147,6 +147,10 @@ def refused(producer: Producer, shape: Contract, key: str, table: str, why: str)
     assert producer.engine.history(_parts(table))[-1].version == before
 
 
+def _shape(contract: Contract) -> list[tuple[str, str]]:
+    return [(c.name, canonical(c.type)) for c in contract.columns]
+
+
 def _parts(table: str) -> tuple[str, ...]:
     return tuple(p.strip("`") for p in table.split("."))
 
@@ -165,13 +169,14 @@ def run_matrix(engine: Engine, tmp_path: Path, recipe: str, versioning: str) -> 
         return [r.kind for r in result.waiting]
 
     step(to_version=old.version)
+    history = load_history(migrations / new.id)
     for n, phase in enumerate(PHASES):
         if phase == "after populate":
             step(phases=["expand", "populate"])
         elif phase == "after cutover":
             step(phases=["expand", "populate", "cutover"])
         elif phase == "after contract":
-            if not load_history(migrations / new.id)[-1].migration.phase(Phase.CONTRACT):
+            if not history[-1].migration.phase(Phase.CONTRACT):
                 break  # nothing to drop: the cutover was the last phase
             assert step(), "the drop waits at its gate"
             step(force_reason="test: every reader moved")
@@ -180,12 +185,14 @@ def run_matrix(engine: Engine, tmp_path: Path, recipe: str, versioning: str) -> 
         appended = producer.write(shape, [producer.row(f"a{n}"), producer.row(f"b{n}")], merge=False)
         earlier = f"a{n - 1}" if n else f"a{n}"
         merged = producer.write(shape, [producer.row(earlier), producer.row(f"m{n}")], merge=True)
-        assert merged == appended, phase
+        # the table the stamped version's migration put its rows in: the write target switches at the stamp
+        assert merged == appended == ".".join(history[-1 if stamped else -2].state.physical), phase
         if stamped:
             why = f"is stamped {new.version}: a batch in .* {old.version}'s shape is no longer written"
         else:
             why = f"is stamped {old.version}: a batch in .* {new.version}'s shape is written once the cutover"
-        refused(producer, other, f"r{n}", appended, why)
+        if _shape(other) != _shape(shape):
+            refused(producer, other, f"r{n}", appended, why)
         producer.check(appended, name, f"{recipe}/{versioning} {phase}")
 
 
@@ -199,6 +206,9 @@ CASES = [
         ("drop", "drop_column", "in_place"),
         ("widen", "widen_type", "in_place"),
         ("versioned", "rename_column", "versioned"),
+        # an in-place table that a repartition moves behind an alias view: the table bearing the name is
+        # renamed at the cutover, and both versions have one shape
+        ("repartition", "change_partitioning", "in_place"),
     )
     for marks in [
         [JVM, EXHAUSTIVE] if engine == "spark" else [] if name in ("rename", "versioned") else [EXHAUSTIVE]

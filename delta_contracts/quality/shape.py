@@ -64,7 +64,8 @@ def batch_shape(
     """The version the batch is written as: the one the table is stamped with (the caller's when the table
     carries no stamp, or a stamp the migrations do not know). Raises ShapeNotStampedError when the batch has
     instead the shape of another version (the caller's, or one the migrations hold), saying which to write;
-    a batch that fits no version is returned with the stamped one, whose `enforce` names its problems."""
+    a batch that fits no version is returned with the stamped one, whose `enforce` names its problems, and
+    refused (ShapeNotStampedError) when the stamped version is not known, saying so."""
     stamp = live.properties.get(STAMP_VERSION)
     if stamp is None:
         return contract
@@ -75,6 +76,15 @@ def batch_shape(
         return stamped
     others = [contract, *reversed(known)]  # the caller's first, then the newest
     fits = next((c for c in others if c.version != stamp and not schema_problems(schema, c, cast=cast)), None)
+    if fits is None and stamped is None:
+        # most often the migrations folder was not found (write() run from another directory): the batch
+        # may well have the stamped shape, which only that folder holds
+        problems = "; ".join(schema_problems(schema, contract, cast=cast))
+        raise ShapeNotStampedError(
+            f"{live.name} is stamped {stamp}, and the migrations folder holds no contract {contract.id} "
+            f"{stamp} (pass `migrations=` the project's migrations folder); this batch does not have the "
+            f"shape of {contract.version} either ({problems}): nothing was written"
+        )
     if fits is None:
         return stamped or contract
     differs = "; ".join(schema_problems(schema, stamped, cast=cast)) if stamped is not None else ""

@@ -32,6 +32,7 @@ from delta_contracts.plan.ops import Phase
 from delta_contracts.quality.shape import ShapeNotStampedError
 from delta_contracts.quality.write import write
 from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from delta_contracts.target import DEFAULT_TARGET
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import create_schema
@@ -151,8 +152,8 @@ def _shape(contract: Contract) -> list[tuple[str, str]]:
     return [(c.name, canonical(c.type)) for c in contract.columns]
 
 
-def _parts(table: str) -> tuple[str, ...]:
-    return tuple(p.strip("`") for p in table.split("."))
+def _parts(table: str) -> TableId:
+    return TableId(p.strip("`") for p in table.split("."))
 
 
 def run_matrix(engine: Engine, tmp_path: Path, recipe: str, versioning: str, through: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ from delta_contracts.plan.planner import initial_state
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
 from delta_contracts.quality.locate import resolve_contract
+from delta_contracts.quality.shape import Fill, batch_shape, fills, known_versions
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 
@@ -38,6 +40,7 @@ class WriteResult:
     version: int  # the Delta table version of the data commit
     how: str  # append | merge
     user_metadata: str
+    written_as: str = ""  # the contract version whose shape the batch had (the table's stamped one)
 
 
 def commit_tag(contract: Contract, how: str) -> str:
@@ -54,11 +57,16 @@ def write(
     engine: Engine | None = None,
     merge: bool | None = None,
     contracts: Path | None = None,
+    migrations: Path | None = None,
 ) -> WriteResult:
-    """Enforce `contract_or_id` on `df` (see `enforce`), then append it to the contract's table.
+    """Enforce the contract on `df` (see `enforce`), then append it to the contract's table.
 
-    `merge`: upsert on the contract's first unique key instead of appending; by default the write merges
-    exactly when the contract declares a unique key. A versioned contract writes its versioned table
+    The batch is written as the contract version whose shape it has: the caller's, or the one the live table
+    is stamped with while a migration runs (its contract read from `migrations`, default ./migrations), and
+    only when that is the stamped version (`shape.ShapeNotStampedError` otherwise, nothing written). Its rows
+    fill every column the table has: the other side of a rename, a deprecated column kept for its readers.
+    `merge`: upsert on the version's first unique key instead of appending; by default the write merges
+    exactly when it declares a unique key. A versioned contract writes its live versioned table
     (`<table>__v<major>`), never the alias view.
     """
     from delta_contracts.engine.select import as_engine
@@ -66,21 +74,28 @@ def write(
     model = resolve_contract(contract_or_id, contracts)
     live_engine = engine or as_engine(df.sparkSession)
     table = write_table(live_engine, model)
-    name = str(table)
-    checked = enforce(df, model, mode, engine=live_engine)
-    good = checked.selectExpr(*(x.sql(x.column(c.name)) for c in model.columns))  # contract order, by name
-    keyed = model.quality.unique[0] if model.quality.unique else ()
+    live = live_engine.describe(table, with_version=False)
+    if live is None:
+        raise ContractTableMissingError(f"{table} does not exist: create it from contract {model.id} first")
+    known = known_versions(model, migrations if migrations is not None else Path("migrations"))
+    written_as = batch_shape(df.schema, model, live, known, cast=mode == "cast")
+    checked = enforce(df, written_as, mode, engine=live_engine)
+    filled = fills(live, written_as, known)
+    good = checked.selectExpr(*(x.sql(f.value) for f in filled))  # the table's columns, by name
+    keyed = written_as.quality.unique[0] if written_as.quality.unique else ()
     use_merge = bool(keyed) if merge is None else merge
     if use_merge and not keyed:
-        raise NoMergeKeyError(f"contract {model.id} declares no unique key to merge on")
+        raise NoMergeKeyError(
+            f"contract {written_as.id} {written_as.version} declares no unique key to merge on"
+        )
     how = "merge" if use_merge else "append"
-    tag = commit_tag(model, how)
+    tag = commit_tag(written_as, how)
     if use_merge:
-        _merge(live_engine, good, table, keyed, tag)
+        _merge(live_engine, good, table, keyed, filled, tag)
     else:
         sink.append(live_engine, good, table, tag)
     history = live_engine.history(table)
-    return WriteResult(name, history[-1].version if history else 0, how, tag)
+    return WriteResult(str(table), history[-1].version if history else 0, how, tag, written_as.version)
 
 
 def write_table(engine: Engine, model: Contract) -> TableId:
@@ -104,32 +119,44 @@ def write_table(engine: Engine, model: Contract) -> TableId:
     return current
 
 
-def merge_statement(table: TableId, source: str, key: tuple[str, ...]) -> exp.Expr:
-    """MERGE INTO table USING source ON key equality: matched rows updated, new rows inserted."""
-    template = x.parse(
-        "MERGE INTO t AS target USING s AS source ON TRUE "
-        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
-    )
-    assert isinstance(template, exp.Merge)
+def merge_statement(table: TableId, source: str, key: tuple[str, ...], filled: Sequence[Fill]) -> exp.Expr:
+    """MERGE INTO table USING source ON key equality: a matched row gets the columns the batch determines
+    (a deprecated column it knows nothing of keeps its value), a new row every column of the table."""
+
+    def src(name: str) -> exp.Column:
+        return exp.Column(this=x.ident(name), table=x.ident("source"))
+
     on = exp.and_(
-        *(
-            exp.EQ(
-                this=exp.Column(this=x.ident(k), table=x.ident("target")),
-                expression=exp.Column(this=x.ident(k), table=x.ident("source")),
-            )
-            for k in key
-        )
+        *(exp.EQ(this=exp.Column(this=x.ident(k), table=x.ident("target")), expression=src(k)) for k in key)
     )
-    template.set("this", exp.alias_(x.table(table), "target", table=True))
-    template.set("using", exp.alias_(x.table((source,)), "source", table=True))
-    template.set("on", on)
-    return template
+    update = exp.Update(
+        expressions=[
+            exp.EQ(this=x.column(f.column), expression=src(f.column)) for f in filled if f.determined
+        ]
+    )
+    insert = exp.Insert(
+        this=exp.Tuple(expressions=[x.column(f.column) for f in filled]),
+        expression=exp.Tuple(expressions=[src(f.column) for f in filled]),
+    )
+    return exp.Merge(
+        this=exp.alias_(x.table(table), "target", table=True),
+        using=exp.alias_(x.table((source,)), "source", table=True),
+        on=on,
+        whens=exp.Whens(
+            expressions=[
+                exp.When(matched=True, source=False, then=update),
+                exp.When(matched=False, source=False, then=insert),
+            ]
+        ),
+    )
 
 
-def _merge(engine: Engine, frame: Any, table: TableId, key: tuple[str, ...], tag: str) -> None:
+def _merge(
+    engine: Engine, frame: Any, table: TableId, key: tuple[str, ...], filled: Sequence[Fill], tag: str
+) -> None:
     view = f"delta_contracts_batch_{uuid.uuid4().hex[:12]}"
     frame.createOrReplaceTempView(view)
     try:
-        sink.run_tagged(engine, x.sql(merge_statement(table, view, key)), tag)
+        sink.run_tagged(engine, x.sql(merge_statement(table, view, key, filled)), tag)
     finally:
         engine.spark.catalog.dropTempView(view)  # type: ignore[attr-defined]

@@ -33,6 +33,7 @@ from delta_contracts.target import Target
 from tests.engine.conftest import JVM
 from tests.engine.recipe_run import LATE_ROW, ROWS, create_schema, renamed, run_migration, write_rows
 from tests.recipes import nullable_rename, pair
+from tests.tiers import EXHAUSTIVE
 
 pytestmark = pytest.mark.engine
 
@@ -286,38 +287,44 @@ def _set_channel(engine: Engine, table: tuple[str, ...], key: str, column: str, 
     engine.sql(x.sql(update))
 
 
-@JVM
-def test_in_place_rename_carries_an_upserting_old_producers_updates(spark_engine: Engine) -> None:
+@pytest.mark.parametrize(
+    "engine_name", [pytest.param("spark", marks=JVM), pytest.param("local", marks=EXHAUSTIVE)]
+)
+def test_in_place_rename_carries_an_upserting_old_producers_updates(
+    request: pytest.FixtureRequest, engine_name: str
+) -> None:
     """An old producer that upserts updates the old column of keys whose new column the backfill had already
     filled: before the cutover, and after the stamp before it switched. The last catch-up carries those
     updates into the new column (with the contract's unique key), except where a producer that switched
-    wrote the new column since: its value is the later one."""
-    schema = "renamed_upserts"
-    create_schema(spark_engine, schema)
+    wrote the new column since: its value is the later one. On the embedded engine the catch-up reads the
+    column-mapped table as of the deprecation mark from its data files (delta-rs cannot read it)."""
+    engine: Engine = request.getfixturevalue(f"{engine_name}_engine")
+    schema = f"renamed_upserts_{engine_name}"
+    create_schema(engine, schema)
     base, wanted = nullable_rename()
     quality = wanted.quality.model_copy(update={"unique": (("txn_id",),)})
     old, new = (renamed(c.model_copy(update={"quality": quality}), schema) for c in (base, wanted))
     created, state = plan(None, old, Target.DELTA_4)
-    run_migration(spark_engine, created, "create")
+    run_migration(engine, created, "create")
     table = state.physical
     more = [{**ROWS[0], "txn_id": t} for t in ("t3", "t4")]
-    write_rows(spark_engine, table, [*ROWS, *more])
+    write_rows(engine, table, [*ROWS, *more])
     migration, _ = plan(old, new, Target.DELTA_4, state=state)
-    left = apply_until(spark_engine, migration, lambda op: op.phase is Phase.CUTOVER)
-    _set_channel(spark_engine, table, "t1", "legacy_channel", "app")  # after the backfill filled `channel`
-    _set_channel(spark_engine, table, "t4", "legacy_channel", "app")
+    left = apply_until(engine, migration, lambda op: op.phase is Phase.CUTOVER)
+    _set_channel(engine, table, "t1", "legacy_channel", "app")  # after the backfill filled `channel`
+    _set_channel(engine, table, "t4", "legacy_channel", "app")
     while not isinstance(left[0], StampContract):
-        spark_engine.apply_op(left.pop(0))
-    spark_engine.apply_op(left.pop(0))  # the stamp
-    _set_channel(spark_engine, table, "t1", "channel", "kiosk")  # switched, and wrote t1 again
-    _set_channel(spark_engine, table, "t3", "legacy_channel", "fax")  # not yet switched
-    _set_channel(spark_engine, table, "t2", "legacy_channel", "mail")
+        engine.apply_op(left.pop(0))
+    engine.apply_op(left.pop(0))  # the stamp
+    _set_channel(engine, table, "t1", "channel", "kiosk")  # switched, and wrote t1 again
+    _set_channel(engine, table, "t3", "legacy_channel", "fax")  # not yet switched
+    _set_channel(engine, table, "t2", "legacy_channel", "mail")
     for op in left:
-        spark_engine.apply_op(op)
+        engine.apply_op(op)
     from sqlglot import exp
 
     query = exp.select(x.column("txn_id"), x.column("channel")).from_(x.table(table))
-    got = {r["txn_id"]: r["channel"] for r in spark_engine.sql(x.sql(query))}
+    got = {r["txn_id"]: r["channel"] for r in engine.sql(x.sql(query))}
     assert got == {"t1": "kiosk", "t2": "mail", "t3": "fax", "t4": "app"}, got
 
 

@@ -26,6 +26,7 @@ from tests.engine.conftest import JVM
 from tests.engine.recipe_run import ROWS, create_schema, renamed, write_rows
 from tests.engine.test_live_writers import plan_folder
 from tests.recipes import pair
+from tests.tiers import EXHAUSTIVE
 
 pytestmark = pytest.mark.engine
 
@@ -55,7 +56,9 @@ def refuses_an_update(engine: Engine, table: Any) -> bool:
     return False
 
 
-@pytest.mark.parametrize("engine_name", ["local_engine", pytest.param("spark_engine", marks=JVM)])
+@pytest.mark.parametrize(
+    "engine_name", ["local_engine", pytest.param("spark_engine", marks=[JVM, EXHAUSTIVE])]
+)
 def test_a_versioned_copy_into_an_append_only_contract_keeps_rows_and_the_property(
     engine_name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -83,7 +86,9 @@ def test_a_versioned_copy_into_an_append_only_contract_keeps_rows_and_the_proper
     assert refuses_an_update(engine, new_table)
 
 
-@pytest.mark.parametrize("engine_name", ["local_engine", pytest.param("spark_engine", marks=JVM)])
+@pytest.mark.parametrize(
+    "engine_name", ["local_engine", pytest.param("spark_engine", marks=[JVM, EXHAUSTIVE])]
+)
 def test_an_append_only_property_set_by_hand_refuses_a_backfill_before_it_runs(
     engine_name: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

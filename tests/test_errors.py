@@ -152,6 +152,7 @@ MEANINGS = {
         "delta_contracts.errors.FailedError",
         "delta_contracts.engine.base.EngineError",
         "delta_contracts.engine.base.PartialOpError",
+        "delta_contracts.engine.local.time_travel.UnreadableVersionError",  # a past version local cannot read
         "delta_contracts.engine.base.PreconditionFailedError",
         "delta_contracts.engine.base.ChangedSinceFenceError",  # a drop losing rows written after the fence
         "delta_contracts.engine.retry.CommitConflictError",
@@ -163,6 +164,7 @@ MEANINGS = {
         "delta_contracts.tables.create.ContractMismatchError",  # create: 1 differs
         "delta_contracts.tables.create.PendingMigrationError",
         "delta_contracts.quality.enforce.ContractViolationError",  # validate: 1 a rule fails
+        "delta_contracts.quality.shape.ShapeNotStampedError",  # write: 1 another version's shape
         "delta_contracts.quality.write.ContractTableMissingError",  # ... or a table is missing
         "delta_contracts.quality.read.PinNotServedError",
     ],

@@ -118,7 +118,7 @@ def held_count(summary: str) -> int:
     return int(words[words.index("held") + 1])
 
 
-@EXHAUSTIVE  # a back-to-back producer through an in-place NOT NULL: minutes on two cores, over make test's budget
+@EXHAUSTIVE  # a back-to-back producer through an in-place NOT NULL: minutes on two cores
 def test_a_statement_that_lost_a_race_holds_the_producer_off_until_it_ends(
     connect_url: str, connect_engine: Engine, tmp_path: Path
 ) -> None:

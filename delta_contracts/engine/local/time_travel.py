@@ -25,6 +25,7 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
+from delta_contracts.engine.base import EngineError
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 
@@ -78,7 +79,7 @@ def _last_checkpoint(location: str) -> int:
         return 0
 
 
-class UnreadableVersionError(RuntimeError):
+class UnreadableVersionError(EngineError):
     """A table version the embedded engine cannot read (its files carry deletion vectors)."""
 
 

@@ -232,7 +232,7 @@ class Runner:
 
     def _gate(self, contract: str, stored: StoredMigration, index: int, op: Op) -> tuple[str, ...]:
         """Why the op's gate is shut; empty when it is open."""
-        gate = getattr(op, "gate", None)
+        gate = op.gated_by()
         if gate is None:
             return ()
         mark = find_mark(contract, self.history, stored, op, gate, self.entries)
@@ -264,7 +264,7 @@ class Runner:
             sql=op_sql(op),
             prechecks=prechecks(op),
             requires=requirements(op),
-            gate=getattr(getattr(op, "gate", None), "describe", lambda: "")(),
+            gate=gate.describe() if (gate := op.gated_by()) is not None else "",
         )
         return replace(base, **extra)  # type: ignore[arg-type]
 

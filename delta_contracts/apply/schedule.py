@@ -133,7 +133,7 @@ class Schedule:
     def _at_gate(self, stored: StoredMigration, index: int, op: Op) -> Decision:
         """Run, forced or held: a destructive op waits for its gate, and so does a catch-up that must run
         right before it."""
-        if op.phase is not Phase.CONTRACT or not (op.destructive or getattr(op, "gate", None)):
+        if op.phase is not Phase.CONTRACT or not (op.destructive or op.gated_by()):
             return Decision(Verdict.RUN)
         shut = self.gate(stored, index, op)
         if not shut:

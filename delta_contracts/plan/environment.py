@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from delta_contracts.contract.environments import NameMapping
 from delta_contracts.contract.model import Contract
 from delta_contracts.plan.building import TableState, initial_state
-from delta_contracts.plan.ops import Gate, Op, table_id_fields
+from delta_contracts.plan.ops import Op, table_id_fields
 from delta_contracts.sql.expressions import reading_table
 from delta_contracts.tableid import TableId
 
@@ -39,8 +39,8 @@ def op_in_environment(op: Op, names: NameMapping) -> Op:
     reasons = getattr(op, "reasons", None)
     if isinstance(reasons, tuple) and reasons:
         changes["reasons"] = tuple((why, _renamed(text, named, names)) for why, text in reasons)
-    gate = getattr(op, "gate", None)
-    if isinstance(gate, Gate):
+    gate = op.gated_by()
+    if gate is not None:
         objects = tuple(names.object_name(obj, named) for obj in gate.objects)
         changes["gate"] = dataclasses.replace(gate, objects=objects)
     return dataclasses.replace(op, **changes)  # type: ignore[arg-type]

@@ -169,6 +169,9 @@ class DropField(Op):
     path: tuple[str, ...]
     gate: Gate
 
+    def gated_by(self) -> Gate:
+        return self.gate
+
     def postcondition(self) -> Condition:
         return FieldAbsent(self.table, self.path)
 

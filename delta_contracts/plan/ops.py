@@ -209,6 +209,11 @@ class Op:
         """What the op does to the top-level column order of the tables in `tables` (keyed by table id), as
         `plan.column_order` replays a history; most ops leave it."""
 
+    def gated_by(self) -> Gate | None:
+        """The gate the op waits at (a contract phase's drop, and what must run in the same run as it), or
+        None: every caller asks the op, none its class."""
+        return None
+
     def track_properties(self, tables: dict[TableId, dict[str, str]]) -> None:
         """What the op does to the table properties of the tables in `tables` (keyed by table id), as
         `plan.table_limits` follows a migration; most ops leave them."""
@@ -686,6 +691,9 @@ class LastCatchUp(Backfill):
     checked_again: ClassVar[bool] = True
     gate: Gate
 
+    def gated_by(self) -> Gate:
+        return self.gate
+
     def postcondition(self) -> Condition:
         # Rows with the new column still NULL, and (with a unique key) rows whose old column an upserting
         # old producer updated after the cutover's backfill (`RenamedColumnCarried`).
@@ -801,6 +809,9 @@ class CloseColumn(AddCheck):
     kind: ClassVar[str] = "close_column"
     gate: Gate
 
+    def gated_by(self) -> Gate:
+        return self.gate
+
     def postcondition(self) -> Condition:
         from delta_contracts.sql.expressions import referenced_columns
 
@@ -821,6 +832,10 @@ class DropColumns(Op):
     destructive: ClassVar[bool] = True
     columns: tuple[str, ...]
     gate: Gate
+
+    def gated_by(self) -> Gate:
+        return self.gate
+
     # (new column, expression over a dropped one) for a renamed column: a row where the new column is NULL
     # and the expression is not would lose its value, so the drop refuses while any is left.
     copies: tuple[tuple[str, str], ...] = ()
@@ -854,6 +869,10 @@ class DropTable(Op):
     kind: ClassVar[str] = "drop_table"
     destructive: ClassVar[bool] = True
     gate: Gate
+
+    def gated_by(self) -> Gate:
+        return self.gate
+
     # An old version's table: its rows the new version lacks (a predicate over this table), which the drop
     # would delete for good, so it refuses while any is left (see `plan.catch_up.left_behind`).
     left_behind: str | None = None

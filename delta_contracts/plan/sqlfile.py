@@ -17,14 +17,10 @@ from sqlglot import exp
 
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.conditions import AllOf, NoRowsWhere
-from delta_contracts.plan.fields import DropField
 from delta_contracts.plan.ops import (
     PHASES,
-    CloseColumn,
     CopyRows,
-    DropColumns,
     DropTable,
-    LastCatchUp,
     Migration,
     Op,
     Phase,
@@ -148,8 +144,8 @@ def render_sql_file(migration: Migration, *, migration_id: str, target: Target) 
             lines.append(f"-- [{number}] {comment_text(op.summary())}{reason}")
             for check in precheck_queries(op):
                 lines.append(f"-- pre-check, must return 0: {comment_text(check)}")
-            if isinstance(op, DropColumns | DropTable | DropField | LastCatchUp | CloseColumn):
-                lines.append(f"-- gate: {comment_text(op.gate.describe())}")
+            if (gate := op.gated_by()) is not None:
+                lines.append(f"-- gate: {comment_text(gate.describe())}")
             for why, guard in refusal_guards(op, migration.table):
                 lines.append(f"-- guard, {comment_text(why)}:")
                 lines.append(guard + ";")

@@ -237,7 +237,7 @@ def _migrations(
                 why = (f"forced: {last.reason}",) if last.status == lg.Status.FORCED else ()
             elif last is not None and last.status == lg.Status.FAILED:
                 state, why = FAILED, (last.error,)
-            elif (gate := getattr(op, "gate", None)) is not None:
+            elif (gate := op.gated_by()) is not None:
                 mark = mark_of(migration.ops, op, gate)
                 when = marked_at(entries, (contract_id, stored.migration_id, mark)) if mark else None
                 verdict = evaluate(

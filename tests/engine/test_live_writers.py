@@ -130,18 +130,25 @@ def run_live(
     }
 
 
-# `make test` runs the in-place rename (expand, populate, cutover and a drop with its last catch-up) and the
-# versioned repartition (a copy, a catch-up, the cutover and its fence) under a producer committing back to
-# back, with no pause: every statement of `apply` that reads the table loses its first commit race to it
-# (open-source Delta is Serializable), and commits only because producers are held off it
-# (`engine.spark.hold`), or, for the fence, because it commits as a blind append. The exhaustive tier runs the
-# same with micro-batches every two seconds (no hold needed), the NOT NULL tightening, and the versioned
-# repartition with a second writer that MERGEs (its cutover fence is also held by
-# tests/engine/test_cutover_fence.py, a commit made at each step).
+# `make test` runs the in-place rename (expand, populate, cutover and a drop with its last catch-up) under a
+# producer committing back to back, with no pause; the exhaustive tier also the versioned repartition (a copy,
+# a catch-up, the cutover and its fence) back to back, whose fence `make test` holds step by step
+# (tests/engine/test_cutover_fence.py, a commit made at each step). Back to back, every statement of `apply`
+# that reads the table loses its first commit race to the producer (open-source Delta is Serializable), and
+# commits only because producers are held off it (`engine.spark.hold`), or, for the fence, because it commits
+# as a blind append. The exhaustive tier also runs the same with micro-batches every two seconds (no hold
+# needed), the NOT NULL tightening, and the versioned repartition with a second writer that MERGEs.
 BACK_TO_BACK = 0.0
 CASES = [
     pytest.param("rename_nullable_column", "in_place", ["append"], BACK_TO_BACK, id="rename_back_to_back"),
-    pytest.param("change_partitioning", "versioned", ["append"], BACK_TO_BACK, id="versioned_back_to_back"),
+    pytest.param(
+        "change_partitioning",
+        "versioned",
+        ["append"],
+        BACK_TO_BACK,
+        id="versioned_back_to_back",
+        marks=EXHAUSTIVE,
+    ),
     pytest.param(
         "rename_nullable_column", "in_place", ["append"], None, id="rename_nullable_column", marks=EXHAUSTIVE
     ),

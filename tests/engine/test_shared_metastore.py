@@ -29,6 +29,7 @@ from delta_contracts.cli import app
 from delta_contracts.state.ledger import Ledger
 from tests.engine.conftest import JVM, JVM_NOISE, log_state
 from tests.engine.session_conf import CHILD_SUBMIT_ARGS
+from tests.tiers import EXHAUSTIVE
 
 pytestmark = [pytest.mark.engine, JVM]
 
@@ -151,6 +152,9 @@ def derby_url(tmp_path: Path) -> Iterator[str]:
         yield f"jdbc:derby://{address}/metastore;create=true"
 
 
+# Two JVMs side by side and a Derby server, two minutes: exhaustive (the embedded metastore's lock refusal
+# above stays in `make test`).
+@EXHAUSTIVE
 def test_a_producer_writes_through_catalog_names_while_apply_runs_in_another_process(
     project: Path, derby_url: str
 ) -> None:

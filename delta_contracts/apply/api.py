@@ -13,6 +13,7 @@ from delta_contracts.errors import ExitCode
 
 if TYPE_CHECKING:
     from delta_contracts.apply.promotion import Promotion
+    from delta_contracts.apply.reports import BatchProgress
     from delta_contracts.apply.runner import OpReport, Runner, TableRun
     from delta_contracts.contract.environments import NameMapping
     from delta_contracts.contract.load import LoadedProject
@@ -98,6 +99,7 @@ def apply(
     clock: Callable[[], datetime] | None = None,
     readers_freshness: timedelta | None = None,
     on_event: Callable[[OpReport], None] | None = None,
+    on_batch: Callable[[BatchProgress], None] | None = None,
     on_boundary: Callable[[str], None] | None = None,
     names: NameMapping | None = None,
     promotion: Promotion | None = None,
@@ -109,7 +111,8 @@ def apply(
     `conflict_patience`: seconds a statement that lost a commit race to another writer is run again for
     (the engine's own setting, five minutes, when None). `names`: the environment's name mapping (every
     table the migrations name is renamed by it); `promotion`: the earlier environments' ledgers a migration's
-    phase must have finished in first (`apply.promotion`)."""
+    phase must have finished in first (`apply.promotion`). `on_event` hears of every op as it starts and ends,
+    `on_batch` of every batch of a backfill or copy as it finishes."""
     from dataclasses import replace
 
     from delta_contracts.apply.runner import ApplyOptions, Runner
@@ -124,6 +127,7 @@ def apply(
         force_reason=force_reason,
         batch_rows=batch_rows,
         on_event=on_event,
+        on_batch=on_batch,
         on_boundary=on_boundary,
     )
     if lease_ttl is not None:

@@ -1,5 +1,6 @@
-"""What the runner says of each op (`OpReport`, `OpStatus`), of each table (`TableRun`), what it is asked
-(`ApplyOptions`), and the one value it carries per op in flight (`OpInFlight`)."""
+"""What the runner says of each op (`OpReport`, `OpStatus`), of each batch (`BatchProgress`), of each table
+(`TableRun`), what it is asked (`ApplyOptions`), and the one value it carries per op in flight
+(`OpInFlight`)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,26 @@ class OpReport:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class BatchProgress:
+    """A batch of a row-moving op (a backfill, a copy) finished: how far the op is, for a progress line."""
+
+    name: str  # the op in its migration: "<migration> op <n>"
+    summary: str
+    table: str
+    done: int  # batches finished, counted from the op's first batch (a resumed run's earlier ones included)
+    total: int
+    rows: int | None  # rows this run's batches wrote so far (None: the engine reports no counts)
+    elapsed: float  # seconds since this run started the op's batches
+
+    def line(self) -> str:
+        rows = "" if self.rows is None else f", {self.rows:,} rows written"
+        return (
+            f"{self.table} {self.name}: {self.summary}: batch {self.done}/{self.total}{rows}, "
+            f"{self.elapsed:.1f} s"
+        )
+
+
 @dataclass(frozen=True)
 class ApplyOptions:
     to_version: str | None = None
@@ -126,6 +147,7 @@ class ApplyOptions:
     clock: Callable[[], datetime] = lg.now
     readers_freshness: timedelta = DEFAULT_FRESHNESS  # how recent the readers log must be (contracts.yml)
     on_event: Callable[[OpReport], None] | None = None  # progress: every op as it starts and ends
+    on_batch: Callable[[BatchProgress], None] | None = None  # progress: every batch of a row-moving op
     on_boundary: Callable[[str], None] | None = None  # called between steps (tests kill the process here)
 
 

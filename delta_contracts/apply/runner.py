@@ -10,6 +10,7 @@ Delta version it produced. Which ops run, and which wait or are held at their ga
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import replace
@@ -27,6 +28,7 @@ from delta_contracts.apply.live_check import left_behind_by_copy, refused_by_liv
 from delta_contracts.apply.reports import (
     ApplyOptions,
     Attempt,
+    BatchProgress,
     OpInFlight,
     OpReport,
     OpStatus,
@@ -397,10 +399,14 @@ class Runner:
             batches = mover.plan(self.engine, op, self.options.batch_rows, marks)
             if batches is not None:
                 count = 0
+                written: int | None = None
+                started = time.monotonic()
 
                 def finished(done: BatchDone) -> None:
-                    nonlocal count
+                    nonlocal count, written
                     count += 1
+                    if done.rows is not None:
+                        written = (written or 0) + done.rows
                     self._record(
                         self._entry(
                             flight,
@@ -411,6 +417,19 @@ class Runner:
                             detail="found already in the target" if done.rows_found else "",
                         )
                     )
+                    if self.options.on_batch is not None:
+                        total = len(marks) + len(batches)
+                        self.options.on_batch(
+                            BatchProgress(
+                                flight.name,
+                                op.summary(),
+                                ".".join(op.table),
+                                len(marks) + count,
+                                total,
+                                written,
+                                time.monotonic() - started,
+                            )
+                        )
                     # Numbered from the op's first batch, resumed or not, so a boundary names one batch.
                     self._boundary(f"{flight.name} batch {len(marks) + count}")
                     lease.renew_if_due()  # a long backfill outlives the lease's TTL otherwise

@@ -26,6 +26,7 @@ from delta_contracts.engine import DEFAULT_CONFLICT_PATIENCE
 
 if TYPE_CHECKING:
     from delta_contracts.apply import ApplyResult
+    from delta_contracts.apply.reports import BatchProgress
     from delta_contracts.apply.runner import OpReport
     from delta_contracts.cli.common import ContractSet
     from delta_contracts.state.ledger import Ledger, LedgerEntry
@@ -163,6 +164,13 @@ def _run(
         elif fmt is OutputFormat.TEXT and report.status.value not in {"done", "superseded"}:
             console.print(_line(report), markup=False)
 
+    def batch_progress(batch: BatchProgress) -> None:
+        # A terminal's status line follows the batches; a log (CI, a pipe) keeps a line per batch.
+        if console.is_terminal:
+            status.update(batch.line())
+        elif fmt is OutputFormat.TEXT:
+            console.print(batch.line(), markup=False)
+
     engine, url, warehouse, conf = connection
     freshness = duration(contracts.project.project.telemetry.freshness)
     with (
@@ -183,6 +191,7 @@ def _run(
             conflict_patience=flags.conflict_patience,
             readers_freshness=freshness,
             on_event=progress,
+            on_batch=batch_progress,
             names=contracts.names,
             promotion=promotion,
         )

@@ -176,10 +176,12 @@ class Engine(ABC):
         """The query text of one view, or None when no view has that name."""
         return self.views().get(view)
 
-    def run_statement(self, statement: str, *, tag: str | None = None, table: TableId | None = None) -> None:
+    def run_statement(
+        self, statement: str, *, tag: str | None = None, table: TableId | None = None
+    ) -> int | None:
         """Run one data statement of an op (a batch of a backfill or copy) writing `table`, its commit tagged
-        with `tag`."""
-        self.sql(statement)
+        with `tag`; the rows it wrote, where the engine reports them (`rows_written`)."""
+        return rows_written(self.sql(statement))
 
     def holding_producers(self, table: TableId) -> AbstractContextManager[None]:
         """Producers of `table` held off it while the block runs (`apply.schedule.held_runs`), where the
@@ -465,3 +467,12 @@ def _tables_of(condition: Condition) -> list[TableId]:
         return [t for c in condition.conditions for t in _tables_of(c)]
     table = getattr(condition, "table", None) or getattr(condition, "view", None)
     return [table] if table is not None else []
+
+
+def rows_written(result: Sequence[Mapping[str, Any]]) -> int | None:
+    """The rows a DML statement wrote, from the one row Delta answers it with (`num_affected_rows`), or None
+    when the engine answers nothing of the kind."""
+    if len(result) != 1:
+        return None
+    count = result[0].get("num_affected_rows")
+    return count if isinstance(count, int) else None

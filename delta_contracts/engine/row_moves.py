@@ -51,6 +51,7 @@ class BatchDone:
     mark: dict[str, Any]
     version: int | None
     rows_found: bool  # the batch had already landed (a copy batch found in the target)
+    rows: int | None = None  # rows the batch's statement wrote, where the engine reports them
 
 
 def _value(value: object) -> exp.Expr:
@@ -214,8 +215,8 @@ class RowMover(ABC, Generic[MovingOp]):
             if not first and self.landed(engine, op, batch):
                 on_batch(BatchDone(batch.mark, None, True))
                 continue
-            engine.run_statement(self.statement(op, batch, first=first), tag=tag, table=op.table)
-            on_batch(BatchDone(batch.mark, engine.table_version(op.table), False))
+            rows = engine.run_statement(self.statement(op, batch, first=first), tag=tag, table=op.table)
+            on_batch(BatchDone(batch.mark, engine.table_version(op.table), False, rows))
 
 
 class BackfillRows(RowMover[Op]):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.apply import apply, rehash
+from delta_contracts.apply.reports import BatchProgress
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.apply.status import pending_migrations
 from delta_contracts.engine.base import Engine
@@ -36,7 +37,8 @@ def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_pat
     first = apply(engine, root, tables=[contract], to_version="1.0.0")
     assert first.exit_code == 0 and all(r.status is OpStatus.SUCCEEDED for r in first.reports)
     insert_rows(engine, schema)
-    result = apply(engine, root, tables=[contract], to_version="2.0.0", batch_rows=2)
+    batches: list[BatchProgress] = []
+    result = apply(engine, root, tables=[contract], to_version="2.0.0", batch_rows=2, on_batch=batches.append)
     assert result.exit_code == 0, result.failure
     held = result.waiting
     # every waiting drop explains itself: 0003's second drop is held too, with its own gate and the first
@@ -46,6 +48,13 @@ def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_pat
     assert any("op 12 is held by its gate" in why for why in held[1].reasons), held[1].reasons
     backfill = next(r for r in result.reports if r.migration_id.startswith("0003") and r.index == 3)
     assert backfill.detail.startswith("3 batch(es)")  # three partitions of two rows, two rows a batch
+    progress = [b for b in batches if b.name == f"{backfill.migration_id} op 3"]
+    assert [(b.done, b.total) for b in progress] == [(1, 3), (2, 3), (3, 3)], batches
+    assert [b.elapsed for b in progress] == sorted(b.elapsed for b in progress)
+    # delta-spark answers an UPDATE with the rows it changed; the embedded engine with no such count
+    written = [b.rows for b in progress]
+    assert written == ([None] * 3 if engine.name == "local" else [2, 4, 6]), written
+    assert progress[-1].line().startswith(f"{backfill.table} {backfill.migration_id} op 3: backfill ")
     pending = pending_migrations(load_history(root / contract), Ledger(engine.state_dir).entries(), contract)
     assert [(p.migration_id[:4], p.phases) for p in pending] == [
         ("0003", ("contract",)),

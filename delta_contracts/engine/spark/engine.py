@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome
+from delta_contracts.engine.base import USER_METADATA_CONF, Engine, EngineError, OpOutcome, rows_written
 from delta_contracts.engine.deltalog import CONSTRAINT_PREFIX
 from delta_contracts.engine.jars import UNITY_CATALOG_CLASS
 from delta_contracts.engine.retry import Backoff, one_line, retrying
@@ -127,16 +127,24 @@ class SparkEngine(Engine):
             return super().ledger_table()
         return CatalogStateTable(self.spark, self.ledger)
 
-    def run_statement(self, statement: str, *, tag: str | None = None, table: TableId | None = None) -> None:
+    def run_statement(
+        self, statement: str, *, tag: str | None = None, table: TableId | None = None
+    ) -> int | None:
         """One batch of a backfill or copy: retried after a commit conflict (a batch that lost commits
         nothing, and means the same on the newer table), holding producers off `table` as an op does."""
+        answers: list[list[dict[str, Any]]] = []
         try:
             with self._statement_settings(tag):
                 self._retry_holding_producers(
-                    lambda attempt: self.sql(statement), what="a batch", table=table, holds=True, retry=True
+                    lambda attempt: answers.append(self.sql(statement)),
+                    what="a batch",
+                    table=table,
+                    holds=True,
+                    retry=True,
                 )
         except spark_statement_errors() as err:
             raise EngineError(one_line(err)) from err
+        return rows_written(answers[-1]) if answers else None
 
     @contextmanager
     def _statement_settings(

@@ -163,7 +163,9 @@ KEPT: dict[str, Callable[[dict[str, Any]], bool]] = {
 
 
 # Each case costs minutes of micro-batches on two loaded cores (measured: the add, 203 s): all in the
-# exhaustive tier (`make test` runs the producer hold's own test, tests/engine/test_producers.py).
+# exhaustive tier. A stream's commits take no path of `apply` an appending producer does not: `make test`
+# runs a producer committing back to back through an in-place rename, held off by apply's lost races
+# (tests/engine/test_live_writers.py).
 @EXHAUSTIVE
 @pytest.mark.parametrize("change", list(CHANGES))
 def test_a_stream_restarted_from_its_checkpoint_loses_no_row(

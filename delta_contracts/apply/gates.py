@@ -13,7 +13,7 @@ from pathlib import Path
 
 from delta_contracts.live import Commit
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import Gate, MarkDeprecated, Op
+from delta_contracts.plan.ops import Gate, Op
 from delta_contracts.state.ledger import LedgerEntry, Status
 from delta_contracts.telemetry.names import Names
 
@@ -32,11 +32,7 @@ class GateVerdict:
 def mark_of(ops: Sequence[Op], op: Op, gate: Gate) -> int | None:
     """The 1-based index of the op in the same migration that set the mark the gate's window counts from."""
     for index, candidate in enumerate(ops, start=1):
-        if (
-            isinstance(candidate, MarkDeprecated)
-            and candidate.table == op.table
-            and gate.deprecated_by in dict(candidate.properties)
-        ):
+        if candidate.table == op.table and candidate.marks(gate.deprecated_by):
             return index
     return None
 
@@ -96,9 +92,8 @@ def find_mark(
     for other in history:
         for number, candidate in enumerate(other.migration.ops, start=1):
             if (
-                isinstance(candidate, MarkDeprecated)
-                and str(candidate.table).casefold() in tables
-                and gate.deprecated_by in dict(candidate.properties)
+                str(candidate.table).casefold() in tables
+                and candidate.marks(gate.deprecated_by)
                 and (when := marked_at(entries, (contract, other.migration_id, number)))
             ):
                 found.append(Mark(when, f"{other.migration_id} op {number}"))
@@ -130,7 +125,7 @@ def mark_in_commits(history: Sequence[StoredMigration], gate: Gate, commits: Seq
         if not isinstance(index, int) or not 1 <= index <= len(migration):
             continue
         op = migration[index - 1]
-        if isinstance(op, MarkDeprecated) and gate.deprecated_by in dict(op.properties):
+        if op.marks(gate.deprecated_by):
             when = datetime.fromtimestamp(commit.timestamp_ms / 1000, tz=UTC)
             return Mark(when, f"{tag.get('migration')} op {index} (table history v{commit.version})")
     return None

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import AddCheck, Backfill, Op, Phase, SetNotNull
-from delta_contracts.sql.expressions import referenced_columns
+from delta_contracts.plan.ops import Op, Phase
 
 
 class Verdict(StrEnum):
@@ -64,14 +63,15 @@ def held_runs(ops: Sequence[Op]) -> dict[int, int]:
     A run resumed after a refusal runs its catch-up again first."""
     runs: dict[int, int] = {}
     for start, op in enumerate(ops, start=1):
-        if not isinstance(op, Backfill) or op.phase is not Phase.CUTOVER:
+        filled = op.fills()
+        if filled is None or op.phase is not Phase.CUTOVER:
             continue
         reads = False
         for later in ops[start:]:
-            if not isinstance(later, AddCheck | SetNotNull) or later.table != op.table:
+            read = later.tightening_reads()
+            if read is None or later.table != op.table:
                 break
-            read = referenced_columns(later.expression) if isinstance(later, AddCheck) else {later.column}
-            reads = reads or op.column.casefold() in {c.casefold() for c in read}
+            reads = reads or filled.casefold() in {c.casefold() for c in read}
         if reads:
             runs[start] = start + sum(1 for later in ops[start:] if later.phase is Phase.CUTOVER)
     return runs

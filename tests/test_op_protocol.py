@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from delta_contracts.apply.schedule import held_runs
+from delta_contracts.apply.reports import OpInFlight
+from delta_contracts.apply.schedule import Schedule, Verdict, held_runs
 from delta_contracts.marks import DEPRECATED_COLUMNS, column_mark_key
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.fields import WidenField
+from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import (
     CHECK_DEPENDENT_EXPRESSIONS,
     AddCheck,
@@ -37,8 +39,11 @@ from delta_contracts.plan.ops import (
     WidenType,
     registered_ops,
 )
+from delta_contracts.plan.planner import plan
 from delta_contracts.plan.render import render
 from delta_contracts.tableid import TableId
+from delta_contracts.target import Target
+from tests.recipes import pair
 
 PACKAGE = Path(__file__).resolve().parents[1] / "delta_contracts"
 # Where an op's class is the key by design: each engine's per-op code is one table keyed by op class
@@ -254,3 +259,34 @@ def test_which_ops_change_the_columns_a_stream_or_a_view_froze() -> None:
         "rename_field",
         "drop_field",
     }
+
+
+def test_the_schedule_hands_its_gate_check_the_op_in_flight() -> None:
+    old, new = pair("rename_column")
+    _, state = plan(None, old, Target.DELTA_4)
+    migration, _ = plan(old, new, Target.DELTA_4, state=state)
+    paths = Path("0002_rename.sql"), Path("0002_rename.json")
+    stored = StoredMigration("0002_rename", migration, new, state, Target.DELTA_4, *paths)
+    asked: list[OpInFlight] = []
+
+    def shut(flight: OpInFlight) -> tuple[str, ...]:
+        asked.append(flight)
+        return (f"shut for {flight.name}",)
+
+    decisions = list(Schedule(new.id, set(Phase), None, shut).decisions(stored, done=set()))
+    ops = migration.ops
+    assert [(f.index, f.op) for f, _ in decisions] == list(enumerate(ops, start=1))
+    gated = [i for i, op in enumerate(ops, start=1) if op.phase is Phase.CONTRACT and op.gated_by()]
+    assert gated  # the last catch-up, the closing CHECK and the drop of the old column
+    first = gated[0]
+    # the first gated op is held at its gate; each destructive op after it, waiting, says its own gate's state
+    later_drops = [i for i in range(first + 1, len(ops) + 1) if ops[i - 1].destructive]
+    assert later_drops
+    expected = [(new.id, stored, i) for i in (first, *later_drops)]
+    assert [(f.contract, f.stored, f.index) for f in asked] == expected
+    verdict = {f.index: d for f, d in decisions}
+    assert verdict[first].verdict is Verdict.HELD
+    assert verdict[first].reasons == (f"shut for 0002_rename op {first}",)
+    after = [verdict[i] for i in range(first + 1, len(ops) + 1)]
+    assert all(d.verdict is not Verdict.RUN for d in after)
+    assert all(v.verdict is Verdict.RUN for i, v in verdict.items() if ops[i - 1].phase is not Phase.CONTRACT)

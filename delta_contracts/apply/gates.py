@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from delta_contracts.apply.reports import OpInFlight
 from delta_contracts.live import Commit
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Gate, Op
@@ -73,17 +74,13 @@ class Mark:
 
 
 def find_mark(
-    contract: str,
-    history: Sequence[StoredMigration],
-    stored: StoredMigration,
-    op: Op,
-    gate: Gate,
-    entries: Sequence[LedgerEntry],
+    flight: OpInFlight, gate: Gate, history: Sequence[StoredMigration], entries: Sequence[LedgerEntry]
 ) -> Mark | None:
     """When the mark the gate's window counts from was set, wherever it was set: the mark op of this
     migration, else of any migration of the table (a column deprecated in 2.4.0 and dropped in 3.0.0 is
     marked by the 2.4.0 migration), else any op the ledger records setting the property on the table (under
     any of its names). The earliest wins: the window runs from when the mark was first set."""
+    contract, stored, op = flight.contract, flight.stored, flight.op
     found: list[Mark] = []
     index = mark_of(stored.migration.ops, op, gate)
     if index is not None and (when := marked_at(entries, (contract, stored.migration_id, index))):

@@ -266,8 +266,8 @@ class Op:
         return None
 
     def tightening_reads(self) -> frozenset[str] | None:
-        """The columns a tightening (a CHECK added, NOT NULL set) reads, which a row written with them NULL
-        breaks; None: the op tightens nothing."""
+        """The columns a tightening (a CHECK added, NOT NULL set) reads: a row written with one of them NULL
+        may break it (`apply.schedule.held_runs`); None: the op tightens nothing."""
         return None
 
     def copies_from(self) -> TableId | None:

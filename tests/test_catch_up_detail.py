@@ -22,7 +22,7 @@ BULK: dict[str, Any] = dict(
 
 def test_a_fence_without_a_unique_key_says_it_compared_whole_rows() -> None:
     bulk = CatchUpRows(**BULK, key=(), partition_by=("day",), strategy=CatchUpStrategy.PARTITIONS)
-    fence = fence_catch_up(bulk, OLD)
+    fence = fence_catch_up(bulk, OLD, key=())
     assert fence.key == ()
     assert (
         catch_up_detail(fence)
@@ -33,7 +33,7 @@ def test_a_fence_without_a_unique_key_says_it_compared_whole_rows() -> None:
 def test_each_strategy_names_what_it_matched_on() -> None:
     keyed = CatchUpRows(**BULK, key=("report_id",))
     assert catch_up_detail(keyed) == "merged on report_id"
-    assert catch_up_detail(fence_catch_up(keyed, OLD)) == (
+    assert catch_up_detail(fence_catch_up(keyed, OLD, keyed.key)) == (
         "carried the old table's inserts, updates and deletes by key (report_id)"
     )
     by_partition = CatchUpRows(**BULK, key=(), partition_by=("day",), strategy=CatchUpStrategy.PARTITIONS)

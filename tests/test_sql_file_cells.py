@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from delta_contracts.plan.catch_up import CatchUpRows
+from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.plan.ops import CopyRows, DropTable, Migration, Op, Phase
 from delta_contracts.plan.planner import PlanError, plan
-from delta_contracts.plan.render import session_settings, setting_statement
-from delta_contracts.plan.sqlfile import is_fence
+from delta_contracts.plan.render import setting_statement
 from delta_contracts.target import Target
 from tests.engine.sql_rerun import first_pass_cells
 from tests.recipes import RECIPES, base_contract, pair
@@ -29,25 +28,30 @@ CASES = [
 ]
 
 
+def _is_fence(op: Op) -> bool:
+    """The versioned cutover's last catch-up (`plan.fence`)."""
+    return isinstance(op, CatchUpRows) and op.strategy is CatchUpStrategy.INSERT_MISSING
+
+
 def _guarded(migration: Migration, text: str) -> list[tuple[Op, tuple[str, ...]]]:
     cells = first_pass_cells(migration, text)
     ops = [op for phase in Phase for op in migration.phase(phase)]
     previous: Op | None = None
     for op, whole in zip(ops, cells, strict=True):
         # The session settings a statement needs are set right before it, and put back by the next cell.
-        restored = session_settings(previous) if previous is not None else ()
+        restored = previous.session_settings() if previous is not None else ()
         settings = (
             *(setting_statement(k, default) for k, _, default in restored),
-            *(setting_statement(k, value) for k, value, _ in session_settings(op)),
+            *(setting_statement(k, value) for k, value, _ in op.session_settings()),
         )
         assert whole[len(whole) - 1 - len(settings) : -1] == settings, f"{op.summary()}: session settings"
         cell = (*whole[: len(whole) - 1 - len(settings)], whole[-1])
         previous = op
         if isinstance(op, CopyRows | CatchUpRows):
             assert cell[0].startswith("DESCRIBE DETAIL "), f"{op.summary()}: no guard on its source"
-            if op.source != migration.table and not is_fence(op):
+            if op.source != migration.table and not _is_fence(op):
                 assert "ASSERT_TRUE(NOT EXISTS(SELECT INPUT_FILE_NAME() FROM" in cell[1], op.summary()
-            elif is_fence(op):  # it runs after the alias moved, and inserts only what the new table lacks
+            elif _is_fence(op):  # it runs after the alias moved, and inserts only what the new table lacks
                 assert len(cell) == 2, f"{op.summary()}: unexpected statements {cell[:-1]}"
         elif isinstance(op, DropTable):
             assert cell[:-1] == (f"DESCRIBE DETAIL {_quoted(op.table)}",), f"{op.summary()}: no guard"

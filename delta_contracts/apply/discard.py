@@ -14,7 +14,6 @@ from delta_contracts.tableid import TableId
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
     from delta_contracts.plan.migrations import StoredMigration
-    from delta_contracts.plan.ops import Op
     from delta_contracts.state.ledger import Ledger
 
 
@@ -116,11 +115,16 @@ def discard(
         raise DiscardRefusedError(
             f"{migration_id} created {', '.join(created)}: an engine is needed to drop it"
         )
+    undo = {
+        str(op.table): reverse
+        for op in stored.migration.ops
+        if (reverse := op.reverse(f"discard {migration_id}")) is not None
+    }
     dropped = []
     for table in created:
         assert engine is not None
         if engine.describe(TableId.parse(table), with_version=False) is not None:
-            engine.run(_undo_create(TableId.parse(table), migration_id))
+            engine.run(undo[table])
             dropped.append(table)
     removed = [stored.sql_path, stored.json_path]
     for path in removed:
@@ -144,7 +148,6 @@ def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigrati
     """The tables the migration's work so far is confined to — tables it created itself, before any cutover
     served them — or DiscardRefusedError when any of its work reached a table readers or producers use (or one
     that stood before it). Empty when nothing of it ran."""
-    from delta_contracts.plan.ops import CreateTable, Phase, StampContract
     from delta_contracts.state import ledger as lg
 
     rows = [e for e in entries if (e.contract, e.migration_id) == (contract, stored.migration_id)]
@@ -161,12 +164,12 @@ def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigrati
         and (e.run_id, e.key) not in untouched
     }
     ops = stored.migration.ops
-    made = {op.table for op in ops if isinstance(op, CreateTable)}
+    made = {op.table for op in ops if op.creates() is not None}
     made_here = {
         ops[e.op_index - 1].table
         for e in rows
         if e.op_index in touched
-        and isinstance(ops[e.op_index - 1], CreateTable)
+        and ops[e.op_index - 1].creates() is not None
         and e.status in lg.DONE
         and e.status != lg.Status.SKIPPED
     }
@@ -176,7 +179,7 @@ def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigrati
     )
     for index in sorted(touched):
         op = ops[index - 1]
-        if op.phase not in (Phase.EXPAND, Phase.POPULATE) or isinstance(op, StampContract):
+        if not op.undone_by_discard():
             raise DiscardRefusedError(
                 refusal.format(f"op {index} ({op.summary()}) is of its {op.phase.value} phase")
             )
@@ -187,11 +190,3 @@ def unserved_tables(entries: Sequence[Any], contract: str, stored: StoredMigrati
                 refusal.format(f"{op.table} was there before it (its create was skipped or never finished)")
             )
     return sorted({str(ops[i - 1].table) for i in touched})
-
-
-def _undo_create(table: TableId, migration_id: str) -> Op:
-    from delta_contracts.plan.ops import DropTable, Gate, Phase
-
-    # Run by `discard`, never by `apply`: no gate is evaluated (the table never served anybody).
-    gate = Gate("P0D", "P0D", "", (str(table),))
-    return DropTable(table=table, phase=Phase.EXPAND, gate=gate, reason=f"discard {migration_id}")

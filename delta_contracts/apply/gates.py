@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from delta_contracts.apply.reports import OpInFlight
 from delta_contracts.live import Commit
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import Gate, MarkDeprecated, Op
+from delta_contracts.plan.ops import Gate, Op
 from delta_contracts.state.ledger import LedgerEntry, Status
 from delta_contracts.telemetry.names import Names
 
@@ -32,11 +33,7 @@ class GateVerdict:
 def mark_of(ops: Sequence[Op], op: Op, gate: Gate) -> int | None:
     """The 1-based index of the op in the same migration that set the mark the gate's window counts from."""
     for index, candidate in enumerate(ops, start=1):
-        if (
-            isinstance(candidate, MarkDeprecated)
-            and candidate.table == op.table
-            and gate.deprecated_by in dict(candidate.properties)
-        ):
+        if candidate.table == op.table and candidate.marks(gate.deprecated_by):
             return index
     return None
 
@@ -77,17 +74,13 @@ class Mark:
 
 
 def find_mark(
-    contract: str,
-    history: Sequence[StoredMigration],
-    stored: StoredMigration,
-    op: Op,
-    gate: Gate,
-    entries: Sequence[LedgerEntry],
+    flight: OpInFlight, gate: Gate, history: Sequence[StoredMigration], entries: Sequence[LedgerEntry]
 ) -> Mark | None:
     """When the mark the gate's window counts from was set, wherever it was set: the mark op of this
     migration, else of any migration of the table (a column deprecated in 2.4.0 and dropped in 3.0.0 is
     marked by the 2.4.0 migration), else any op the ledger records setting the property on the table (under
     any of its names). The earliest wins: the window runs from when the mark was first set."""
+    contract, stored, op = flight.contract, flight.stored, flight.op
     found: list[Mark] = []
     index = mark_of(stored.migration.ops, op, gate)
     if index is not None and (when := marked_at(entries, (contract, stored.migration_id, index))):
@@ -96,9 +89,8 @@ def find_mark(
     for other in history:
         for number, candidate in enumerate(other.migration.ops, start=1):
             if (
-                isinstance(candidate, MarkDeprecated)
-                and str(candidate.table).casefold() in tables
-                and gate.deprecated_by in dict(candidate.properties)
+                str(candidate.table).casefold() in tables
+                and candidate.marks(gate.deprecated_by)
                 and (when := marked_at(entries, (contract, other.migration_id, number)))
             ):
                 found.append(Mark(when, f"{other.migration_id} op {number}"))
@@ -130,7 +122,7 @@ def mark_in_commits(history: Sequence[StoredMigration], gate: Gate, commits: Seq
         if not isinstance(index, int) or not 1 <= index <= len(migration):
             continue
         op = migration[index - 1]
-        if isinstance(op, MarkDeprecated) and gate.deprecated_by in dict(op.properties):
+        if op.marks(gate.deprecated_by):
             when = datetime.fromtimestamp(commit.timestamp_ms / 1000, tz=UTC)
             return Mark(when, f"{tag.get('migration')} op {index} (table history v{commit.version})")
     return None

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan.catch_up import CatchUpRows
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import CopyRows, Op
+from delta_contracts.plan.ops import Op
 from delta_contracts.plan.table_limits import refused_statements
 from delta_contracts.tables.drift import table_drift
 
@@ -28,10 +27,10 @@ def left_behind_by_copy(
 ) -> str | None:
     """Why the versioned copy of `stored` would lose what its source table has beyond `previous` (the
     contract the table is at), or None. Only while a copy or catch-up of it is still to run."""
-    moves = [op for op in todo if isinstance(op, CopyRows | CatchUpRows)]
+    moves = [(source, op.table) for op in todo if (source := op.copies_from()) is not None]
     if previous is None or not moves:
         return None
-    source = moves[0].source
+    source, target = moves[0]
     live = engine.describe(source, with_version=False)
     if live is None:
         return None
@@ -44,7 +43,7 @@ def left_behind_by_copy(
     return (
         f"{source} has what contract {previous.id} {previous.version} does not declare: {what}. "
         f"Migration {stored.migration_id} copies only the contract's columns and rules into "
-        f"{moves[0].table} and then drops {source}, so it would be lost with its values. Add it to the "
+        f"{target} and then drops {source}, so it would be lost with its values. Add it to the "
         f"contract (a new version, planned again), or drop it from {source} first; then apply again"
     )
 

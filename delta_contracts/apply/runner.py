@@ -14,7 +14,6 @@ import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 
 from delta_contracts.apply.gates import (
@@ -172,7 +171,7 @@ class Runner:
             if self.options.to_version is None
             or semver_tuple(m.migration.to_version) <= semver_tuple(self.options.to_version)
         ]
-        schedule = Schedule(self.options.phases, self.options.force_reason, partial(self._gate, contract))
+        schedule = Schedule(contract, self.options.phases, self.options.force_reason, self._gate)
         for stored in wanted:
             ops = stored.migration.ops
             if baseline is not None and semver_tuple(stored.migration.to_version) <= semver_tuple(baseline):
@@ -197,8 +196,8 @@ class Runner:
             runs = held_runs(ops)
             with ExitStack() as holding:  # producers held off a run of ops as one (`held_runs`)
                 held_to = 0
-                for index, op, decision in schedule.decisions(stored, done):
-                    flight = OpInFlight(contract, stored, index, op)
+                for flight, decision in schedule.decisions(stored, done):
+                    index, op = flight.index, flight.op
                     if decision.verdict is not Verdict.RUN:
                         status = OpStatus(decision.verdict.value)
                         reasons = decision.reasons
@@ -232,15 +231,16 @@ class Runner:
             if recorded is not None and recorded != current:
                 raise ChecksumMismatchError(stored.json_path, recorded, current)
 
-    def _gate(self, contract: str, stored: StoredMigration, index: int, op: Op) -> tuple[str, ...]:
+    def _gate(self, flight: OpInFlight) -> tuple[str, ...]:
         """Why the op's gate is shut; empty when it is open."""
+        op = flight.op
         gate = op.gated_by()
         if gate is None:
             return ()
-        mark = find_mark(contract, self.history, stored, op, gate, self.entries)
+        mark = find_mark(flight, gate, self.history, self.entries)
         if mark is None and self.engine.describe(op.table, with_version=False) is not None:
             mark = mark_in_commits(self.history, gate, self.engine.history(op.table))
-        objects = under_later_names(canonical_gate_objects(gate, op, contract), self.entries)
+        objects = under_later_names(canonical_gate_objects(gate, op, flight.contract), self.entries)
         verdict = evaluate(
             replace(gate, objects=objects),
             marked=mark.at if mark else None,

@@ -24,9 +24,9 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from delta_contracts.apply.reports import OpInFlight
 from delta_contracts.plan.migrations import StoredMigration
-from delta_contracts.plan.ops import AddCheck, Backfill, Op, Phase, SetNotNull
-from delta_contracts.sql.expressions import referenced_columns
+from delta_contracts.plan.ops import Op, Phase
 
 
 class Verdict(StrEnum):
@@ -44,7 +44,7 @@ class Decision:
 
 
 # Why the op's gate is shut (empty: open). Called only for ops that have a gate or destroy something.
-GateCheck = Callable[[StoredMigration, int, Op], tuple[str, ...]]
+GateCheck = Callable[[OpInFlight], tuple[str, ...]]
 
 
 def moves_readers(stored: StoredMigration, op: Op) -> bool:
@@ -64,14 +64,15 @@ def held_runs(ops: Sequence[Op]) -> dict[int, int]:
     A run resumed after a refusal runs its catch-up again first."""
     runs: dict[int, int] = {}
     for start, op in enumerate(ops, start=1):
-        if not isinstance(op, Backfill) or op.phase is not Phase.CUTOVER:
+        filled = op.fills()
+        if filled is None or op.phase is not Phase.CUTOVER:
             continue
         reads = False
         for later in ops[start:]:
-            if not isinstance(later, AddCheck | SetNotNull) or later.table != op.table:
+            read = later.tightening_reads()
+            if read is None or later.table != op.table:
                 break
-            read = referenced_columns(later.expression) if isinstance(later, AddCheck) else {later.column}
-            reads = reads or op.column.casefold() in {c.casefold() for c in read}
+            reads = reads or filled.casefold() in {c.casefold() for c in read}
         if reads:
             runs[start] = start + sum(1 for later in ops[start:] if later.phase is Phase.CUTOVER)
     return runs
@@ -80,44 +81,48 @@ def held_runs(ops: Sequence[Op]) -> dict[int, int]:
 class Schedule:
     """The decisions for one table's migrations, in order; it carries across them what blocks what."""
 
-    def __init__(self, phases: Collection[Phase], force_reason: str | None, gate: GateCheck) -> None:
-        self.phases, self.force_reason, self.gate = phases, force_reason, gate
+    def __init__(
+        self, contract: str, phases: Collection[Phase], force_reason: str | None, gate: GateCheck
+    ) -> None:
+        self.contract, self.phases, self.force_reason, self.gate = contract, phases, force_reason, gate
         self.blocked: str | None = None  # why expand/populate/cutover ops wait
         self.contract_blocked: str | None = None  # why contract ops wait
 
-    def decisions(self, stored: StoredMigration, done: Collection[int]) -> Iterator[tuple[int, Op, Decision]]:
+    def decisions(
+        self, stored: StoredMigration, done: Collection[int]
+    ) -> Iterator[tuple[OpInFlight, Decision]]:
         """Each op of `stored` with what to do with it; `done`: the indexes the ledger says finished."""
         ops = stored.migration.ops
         runs = held_runs(ops)
         early_pending = False
         for index, op in enumerate(ops, start=1):
+            flight = OpInFlight(self.contract, stored, index, op)
             last = runs.get(index, len(ops) if op.checked_again else index)
             rerun = any(i not in done for i in range(index + 1, last + 1))
             if index in done and not rerun:
-                yield index, op, Decision(Verdict.DONE)
+                yield flight, Decision(Verdict.DONE)
                 continue
-            wait, own = self._wait(stored, index, op, early_pending)
+            wait, own = self._wait(flight, early_pending)
             if wait is not None:
-                decision, shut = self._waiting(stored, index, op, wait)
+                decision, shut = self._waiting(flight, wait)
                 # The ops after it wait on this one when it waits for a reason of its own (named, with that
                 # reason), else on the op it waits on in turn (named already).
-                blocker = self._not_run(stored, index, op, wait, shut) if own else wait
+                blocker = self._not_run(flight, wait, shut) if own else wait
                 if op.phase is Phase.CONTRACT:
                     self.contract_blocked = blocker
                 else:
                     self.blocked, early_pending = blocker, True
-                yield index, op, decision
+                yield flight, decision
                 continue
-            decision = self._at_gate(stored, index, op)
+            decision = self._at_gate(flight)
             if decision.verdict is Verdict.HELD:
-                self.contract_blocked = f"{stored.migration_id} op {index} is held by its gate"
-            yield index, op, decision
+                self.contract_blocked = f"{flight.name} is held by its gate"
+            yield flight, decision
 
-    def _wait(
-        self, stored: StoredMigration, index: int, op: Op, early_pending: bool
-    ) -> tuple[str | None, bool]:
+    def _wait(self, flight: OpInFlight, early_pending: bool) -> tuple[str | None, bool]:
         """Why the op waits (None: it does not), and whether the reason is its own rather than an earlier
         op's that it waits on."""
+        stored, op = flight.stored, flight.op
         is_contract = op.phase is Phase.CONTRACT
         wait = self.contract_blocked if is_contract else self.blocked
         if wait is None and self.contract_blocked and moves_readers(stored, op):
@@ -130,25 +135,27 @@ class Schedule:
             return f"phase {op.phase.value} not selected (--phase)", True
         return None, False
 
-    def _at_gate(self, stored: StoredMigration, index: int, op: Op) -> Decision:
+    def _at_gate(self, flight: OpInFlight) -> Decision:
         """Run, forced or held: a destructive op waits for its gate, and so does a catch-up that must run
         right before it."""
+        op = flight.op
         if op.phase is not Phase.CONTRACT or not (op.destructive or op.gated_by()):
             return Decision(Verdict.RUN)
-        shut = self.gate(stored, index, op)
+        shut = self.gate(flight)
         if not shut:
             return Decision(Verdict.RUN)
         if self.force_reason:
             return Decision(Verdict.RUN, forced=self.force_reason)
         return Decision(Verdict.HELD, shut)
 
-    def _waiting(self, stored: StoredMigration, index: int, op: Op, wait: str) -> tuple[Decision, bool]:
+    def _waiting(self, flight: OpInFlight, wait: str) -> tuple[Decision, bool]:
         """An op that cannot run yet, and whether its own gate is shut. A drop among them still says what its
         own gate waits for: with several drops pending, each is listed (held) with its own reasons, not only
         the first one; a drop whose phase was not selected says so, and that its gate is shut too."""
+        op = flight.op
         if not (op.phase is Phase.CONTRACT and op.destructive):
             return Decision(Verdict.WAITING, (wait,)), False
-        shut = self.gate(stored, index, op)
+        shut = self.gate(flight)
         if op.phase not in self.phases:
             if shut:
                 return Decision(Verdict.WAITING, (wait, f"its gate is shut too: {'; '.join(shut)}")), True
@@ -158,7 +165,7 @@ class Schedule:
         return Decision(Verdict.WAITING, (wait, "its own gate is open")), False
 
     @staticmethod
-    def _not_run(stored: StoredMigration, index: int, op: Op, wait: str, shut: bool) -> str:
+    def _not_run(flight: OpInFlight, wait: str, shut: bool) -> str:
         """What the ops after a waiting op wait on: that op, what it does, and why it did not run."""
         gate = ", and its gate is shut" if shut else ""
-        return f"{stored.migration_id} op {index} ({op.summary()}) has not run: {wait}{gate}"
+        return f"{flight.name} ({flight.op.summary()}) has not run: {wait}{gate}"

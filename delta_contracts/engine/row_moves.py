@@ -29,7 +29,7 @@ from sqlglot import exp
 from delta_contracts.engine.base import Engine, EngineError
 from delta_contracts.errors import FailedError
 from delta_contracts.live import LiveTable
-from delta_contracts.plan.ops import CopyRows, Op
+from delta_contracts.plan.ops import Backfill, CopyRows, Op
 from delta_contracts.plan.render import build
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
@@ -219,7 +219,7 @@ class RowMover(ABC, Generic[MovingOp]):
             on_batch(BatchDone(batch.mark, engine.table_version(op.table), False, rows))
 
 
-class BackfillRows(RowMover[Op]):
+class BackfillRows(RowMover[Backfill]):
     """UPDATE … AND batch: only fills NULLs, so a batch repeated after a crash changes nothing."""
 
     def restrict(self, statement: exp.Expr, batch: Batch, *, first: bool) -> exp.Expr:
@@ -270,13 +270,11 @@ class LastCatchUpRows(BackfillRows):
     (`engine.fence.carry_renamed_column`, one MERGE), then the NULLs in batches as any backfill."""
 
     def plan(
-        self, engine: Engine, op: Op, batch_rows: int, done: Sequence[dict[str, Any]]
+        self, engine: Engine, op: Backfill, batch_rows: int, done: Sequence[dict[str, Any]]
     ) -> list[Batch] | None:
         from delta_contracts.engine.fence import carry_renamed_column
-        from delta_contracts.plan.ops import Backfill
 
-        if isinstance(op, Backfill):
-            carry_renamed_column(engine, op)
+        carry_renamed_column(engine, op)
         return super().plan(engine, op, batch_rows, done)
 
 

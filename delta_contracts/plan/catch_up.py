@@ -43,6 +43,7 @@ from sqlglot import exp
 
 from delta_contracts.live import Commit
 from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, TableAbsent, TableExists
+from delta_contracts.plan.guards import copy_guards
 from delta_contracts.plan.ops import CopyRows, Op, Phase, copy_precondition
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
@@ -125,10 +126,20 @@ class CatchUpRows(Op):
         how = "change data feed" if self.strategy is CatchUpStrategy.CHANGE_FEED else "the whole source"
         return f"catch up rows {self.source} -> {self.table} (merge on {', '.join(self.key)}, reading {how})"
 
+    def copies_from(self) -> TableId:
+        return self.source
+
+    def file_guards(self, alias: TableId) -> tuple[tuple[str, str], ...]:
+        fence = self.strategy is CatchUpStrategy.INSERT_MISSING
+        return copy_guards(self.source, self.table, alias, fence=fence)
+
 
 @dataclass(frozen=True, slots=True)
 class CatchUpChoice:
-    op: Op
+    op: CatchUpRows | CopyRows
+    # The unique key the catch-up merges on, which the cutover's fence inserts new keys by (`plan.fence`);
+    # empty when it compares partitions or copies the whole table again.
+    key: tuple[str, ...]
     warning: str | None  # set only when the catch-up copies the whole table again
     note: str | None  # how a merge catches up (the warning says it for a copy)
     copy_rejects: str | None  # the populate copy's pre-check, with what this catch-up needs of the old rows
@@ -192,7 +203,7 @@ def choose_catch_up(
             f"(Delta does not enforce it): populate and cutover refuse rows of {source} sharing a key, and "
             f"cutover refuses rows of {target} sharing one"
         )
-        return CatchUpChoice(op, None, note, rejects, reasons)
+        return CatchUpChoice(op, key, None, note, rejects, reasons)
     partitions = _partition_columns(new, copy)
     unhashable = [c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()]
     if partitions is not None and not unhashable:
@@ -215,7 +226,7 @@ def choose_catch_up(
         )
         if feed:
             how += " (the change data feed is applied by key, and the contract declares no unique key)"
-        return CatchUpChoice(op, None, how, copy.rejects, copy.reasons)
+        return CatchUpChoice(op, (), None, how, copy.rejects, copy.reasons)
     why = "the contract declares no unique key (`quality.unique`) to merge on"
     if partitions is None:
         why += " and no partitioning (`table.partitioned_by`) to compare partitions by"
@@ -236,7 +247,7 @@ def choose_catch_up(
         reasons=copy.reasons,
         reason="catch rows written since populate",
     )
-    return CatchUpChoice(repeat, warning, None, copy.rejects, copy.reasons)
+    return CatchUpChoice(repeat, (), warning, None, copy.rejects, copy.reasons)
 
 
 def _partition_columns(new: Contract, copy: CopyRows) -> tuple[str, ...] | None:

@@ -45,12 +45,10 @@ STAMPED = "__delta_contracts_stamped_"  # prefix of the columns holding `new@S`'
 STAMPED_ROWS, OLD_ROWS = "a", "o"
 
 
-def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId) -> CatchUpRows:
+def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId, key: tuple[str, ...]) -> CatchUpRows:
     """The last catch-up of a versioned cutover, from the old table (`source`: by now renamed, or marked
-    deprecated), after the new table was stamped (see the module docstring)."""
-    key = (
-        bulk.key if isinstance(bulk, CatchUpRows) and bulk.strategy is not CatchUpStrategy.PARTITIONS else ()
-    )
+    deprecated), after the new table was stamped (see the module docstring); `key`: the unique key the
+    catch-up `bulk` merged on (empty: none, its rows are told apart whole)."""
 
     # The first catch-up's checks name the old table as it was then (its duplicate-key subquery reads it by
     # name); by the fence that name may be the alias view over the new table, so they read `source` itself.

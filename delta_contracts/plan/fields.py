@@ -36,7 +36,7 @@ from delta_contracts.contract.types import (
 )
 from delta_contracts.live import LiveTable
 from delta_contracts.plan.conditions import AllOf, Condition, TableCondition
-from delta_contracts.plan.ops import Gate, Op, Phase
+from delta_contracts.plan.ops import Gate, Op, Phase, checks_not_checked
 from delta_contracts.plan.render import build
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
@@ -111,6 +111,7 @@ class AddField(Op):
     """A nullable field added to a struct inside a column (`ADD COLUMNS (addr.country STRING)`)."""
 
     kind: ClassVar[str] = "add_field"
+    changes_fields: ClassVar[bool] = True
     path: tuple[str, ...]  # the column, then the steps to the new field (its name last)
     type: str
     comment: str | None = None
@@ -123,12 +124,17 @@ class AddField(Op):
     def summary(self) -> str:
         return f"add field {path_text(self.path)} {self.type}"
 
+    def edit(self) -> FieldEdit:
+        """What the op does to the struct holding its field (a rewrite's shape of the table)."""
+        return _adding(self)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WidenField(Op):
     """A field's type widened in place (`ALTER COLUMN addr.n TYPE bigint`; type widening on)."""
 
     kind: ClassVar[str] = "widen_field"
+    changes_fields: ClassVar[bool] = True
     path: tuple[str, ...]
     from_type: str
     to_type: str
@@ -141,6 +147,13 @@ class WidenField(Op):
     def summary(self) -> str:
         return f"widen field {path_text(self.path)} {self.from_type} -> {self.to_type}"
 
+    def edit(self) -> FieldEdit:
+        wider = parse_type(self.to_type)
+        return lambda struct, name: _each(struct, name, lambda f: replace(f, type=wider))
+
+    def session_settings(self) -> tuple[tuple[str, str, str], ...]:
+        return checks_not_checked() if self.checks_kept else ()
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RenameField(Op):
@@ -148,6 +161,7 @@ class RenameField(Op):
     its values kept."""
 
     kind: ClassVar[str] = "rename_field"
+    changes_fields: ClassVar[bool] = True
     path: tuple[str, ...]
     new_name: str
 
@@ -158,6 +172,9 @@ class RenameField(Op):
     def summary(self) -> str:
         return f"rename field {path_text(self.path)} to {self.new_name}"
 
+    def edit(self) -> FieldEdit:
+        return lambda struct, name: _each(struct, name, lambda f: replace(f, name=self.new_name))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DropField(Op):
@@ -166,6 +183,7 @@ class DropField(Op):
 
     kind: ClassVar[str] = "drop_field"
     destructive: ClassVar[bool] = True
+    changes_fields: ClassVar[bool] = True
     path: tuple[str, ...]
     gate: Gate
 
@@ -177,6 +195,9 @@ class DropField(Op):
 
     def summary(self) -> str:
         return f"drop field {path_text(self.path)}"
+
+    def edit(self) -> FieldEdit:
+        return lambda struct, name: _each(struct, name, lambda f: None)
 
 
 FieldEdit = Callable[[StructType, str], StructType]
@@ -219,21 +240,9 @@ def _each(struct: StructType, name: str, change: Callable[[StructField], StructF
     return StructType(tuple(f for f in kept if f is not None))
 
 
-def field_edit(op: AddField | WidenField | RenameField | DropField) -> FieldEdit:
-    """What the op does to the struct holding its field (a rewrite's shape of the table)."""
-    if isinstance(op, AddField):
-        return _adding(op)
-    if isinstance(op, WidenField):
-        wider = parse_type(op.to_type)
-        return lambda struct, name: _each(struct, name, lambda f: replace(f, type=wider))
-    if isinstance(op, RenameField):
-        return lambda struct, name: _each(struct, name, lambda f: replace(f, name=op.new_name))
-    return lambda struct, name: _each(struct, name, lambda f: None)
-
-
 def column_type_after(op: AddField | WidenField | RenameField | DropField, column_type: str) -> str:
     """The type of the op's column once the op has run on a column of `column_type`."""
-    return str(_edited(parse_type(column_type), op.path[1:], field_edit(op)))
+    return str(_edited(parse_type(column_type), op.path[1:], op.edit()))
 
 
 def _alter(op: Op, action: exp.Expr) -> exp.Alter:

@@ -28,7 +28,6 @@ from delta_contracts.plan.building import (
 )
 from delta_contracts.plan.catch_up import CHANGE_DATA_FEED
 from delta_contracts.plan.change_set import ChangeSet, read_changes
-from delta_contracts.plan.fields import AddField, DropField, RenameField, WidenField
 from delta_contracts.plan.in_place_columns import (
     Placement,
     added_column,
@@ -63,7 +62,6 @@ from delta_contracts.plan.ops import (
     SetProperties,
     SetTableComment,
     UnlistDeprecated,
-    WidenType,
 )
 from delta_contracts.plan.purge import PurgeDroppedColumns
 from delta_contracts.plan.recluster import recluster_for
@@ -468,9 +466,9 @@ def _unlist_dropped(ctx: _Context, dropped: str, version: str) -> None:
 
 def _cost_warnings(ctx: _Context) -> None:
     ops = ctx.b.all_ops()
-    if any(isinstance(op, AddColumn | WidenType | DropColumns) for op in ops):
+    if any(op.changes_columns for op in ops):
         ctx.b.warn(f"{ctx.t}: streaming readers stop at a schema change; restart them after apply")
-    if any(isinstance(op, Backfill) for op in ops):
+    if any(op.fills() is not None for op in ops):
         ctx.b.warn(f"{ctx.t}: backfill UPDATEs rewrite every file holding a touched row: O(table)")
         ctx.b.warn(
             f"{ctx.t}: streaming readers need the reader option skipChangeCommits=true: a Delta "
@@ -480,12 +478,14 @@ def _cost_warnings(ctx: _Context) -> None:
 
 def _repoint_alias(b: Builder, new: Contract, t: TableId, going: list[str], target: Target) -> None:
     """A versioned table changed in place: its alias view is re-created in the phase that changes the
-    table's columns, since Spark froze the view's columns and types when it was created. Columns on their
-    way out stay visible until the contract phase drops them."""
+    table's columns, since Spark froze the view's columns and types when it was created: new columns, fields
+    and types in expand, renamed fields at cutover, dropped columns and fields in the contract phase. Columns
+    on their way out stay visible until the contract phase drops them (a renamed column's old one is no
+    column of the view)."""
     final = alias_columns(new)
     during = (*final, *((name, x.sql(x.column(name))) for name in going))
     alter = target.supports_alter_view_as
-    if any(isinstance(op, AddColumn | WidenType | AddField | WidenField) for op in b.ops[Phase.EXPAND]):
+    if any(op.changes_columns or op.changes_fields for op in b.ops[Phase.EXPAND]):
         b.add(
             alias_view(
                 new,
@@ -497,11 +497,11 @@ def _repoint_alias(b: Builder, new: Contract, t: TableId, going: list[str], targ
                 reason="the alias view shows the new columns and types",
             )
         )
-    if any(isinstance(op, RenameField) for op in b.ops[Phase.CUTOVER]):
+    if any(op.changes_fields for op in b.ops[Phase.CUTOVER]):
         b.add(
             alias_view(new, t, Phase.CUTOVER, alter_existing=alter, reason="the alias view's renamed fields")
         )
-    if going or any(isinstance(op, DropField) for op in b.ops[Phase.CONTRACT]):
+    if going or any(op.changes_fields for op in b.ops[Phase.CONTRACT]):
         b.add(
             alias_view(
                 new, t, Phase.CONTRACT, alter_existing=alter, reason="the alias view without dropped columns"

@@ -76,6 +76,22 @@ class ColumnSpec:
     omitted_when_empty: ClassVar[tuple[str, ...]] = ("identity", "generated")
 
 
+# Delta refuses to drop or retype a column a CHECK reads (DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE) unless
+# this session setting (delta-spark 3.x and 4.x, default true) says not to look.
+CHECK_DEPENDENT_EXPRESSIONS = "spark.databricks.delta.alterTable.changeColumn.checkExpressions"
+
+
+def checks_not_checked() -> tuple[tuple[str, str, str], ...]:
+    """The session setting (key, value, default) under which a widening keeps the CHECKs that read its column
+    standing through the ALTER COLUMN … TYPE, and a closed column's drop runs while its closing CHECK stands
+    (so that no commit can land between the CHECK and the drop: for the instant between the drop and the
+    `DropCheck` after it, the CHECK reads a column that is gone and every write fails, and is retried by its
+    producer, rather than commit a value the drop would lose). Measured on delta-spark 4.4: a retype then
+    runs with the CHECKs standing (int -> bigint, a struct field's int -> bigint, date -> timestamp_ntz), and
+    each still refuses a violating row after."""
+    return ((CHECK_DEPENDENT_EXPRESSIONS, "false", "true"),)
+
+
 @dataclass(frozen=True, slots=True)
 class Gate:
     """What a destructive op waits for: time since the deprecation mark, and zero readers of `objects`."""
@@ -179,6 +195,10 @@ class Op:
     # It updates or replaces rows the table holds (UPDATE, MERGE ... WHEN MATCHED, INSERT OVERWRITE), which
     # Delta refuses on an append-only table (`plan.table_limits`).
     rewrites_rows: ClassVar[bool] = False
+    # It adds, retypes or drops a top-level column of a standing table (a stream reading the table stops at
+    # it), or changes a field inside one: either changes the columns and types a view over the table froze.
+    changes_columns: ClassVar[bool] = False
+    changes_fields: ClassVar[bool] = False
     table: TableId
     phase: Phase
     reason: str = ""
@@ -218,6 +238,53 @@ class Op:
         """What the op does to the table properties of the tables in `tables` (keyed by table id), as
         `plan.table_limits` follows a migration; most ops leave them."""
 
+    def creates(self) -> tuple[ColumnSpec, ...] | None:
+        """The columns of the table (`table`) the op creates; None when it creates none (a view is none)."""
+        return None
+
+    def reverse(self, reason: str) -> Op | None:
+        """The op that takes back what this one did to a table no reader or producer was served yet (the new
+        table of a discarded migration, of a create that failed); None: dropping that table takes it back."""
+        return None
+
+    def undone_by_discard(self) -> bool:
+        """Whether `discard` may take the op back by dropping the new table it worked on: the work of the
+        expand and populate phases, which nobody sees before the cutover."""
+        return self.phase in (Phase.EXPAND, Phase.POPULATE)
+
+    def marks(self, key: str) -> bool:
+        """Whether the op sets the deprecation mark `key` (a gate's `deprecated_by`): its first successful
+        run starts the gate's window."""
+        return False
+
+    def fills(self) -> str | None:
+        """The column whose NULLs the op fills (a backfill), or None."""
+        return None
+
+    def adds_check(self) -> tuple[str, str] | None:
+        """The CHECK constraint the op adds, (name, expression), or None."""
+        return None
+
+    def tightening_reads(self) -> frozenset[str] | None:
+        """The columns a tightening (a CHECK added, NOT NULL set) reads: a row written with one of them NULL
+        may break it (`apply.schedule.held_runs`); None: the op tightens nothing."""
+        return None
+
+    def copies_from(self) -> TableId | None:
+        """The table the op copies rows from into `table` (a versioned migration's copy or catch-up), or
+        None."""
+        return None
+
+    def session_settings(self) -> tuple[tuple[str, str, str], ...]:
+        """(key, value, default): the Spark session settings the op's statement runs with."""
+        return ()
+
+    def file_guards(self, alias: TableId) -> tuple[tuple[str, str], ...]:
+        """(why, statement) pairs a `.sql` file's cell runs before the op's statement, each failing on a
+        state in which running the statement by hand (again) would do harm (`plan.guards`); `alias`: the
+        contract's name."""
+        return ()
+
     def __init_subclass__(cls, **kwargs: object) -> None:
         # Not zero-argument super(): its `__class__` cell is the class `@dataclass(slots=True)` replaced.
         super(Op, cls).__init_subclass__(**kwargs)
@@ -245,10 +312,19 @@ class CreateTable(Op):
     def track_properties(self, tables: dict[TableId, dict[str, str]]) -> None:
         tables[self.table] = dict(self.properties)
 
+    def creates(self) -> tuple[ColumnSpec, ...]:
+        return self.columns
+
+    def reverse(self, reason: str) -> DropTable:
+        # Run by the engine itself, never scheduled by `apply`: no gate is evaluated, nobody read the table.
+        gate = Gate("P0D", "P0D", "", (str(self.table),))
+        return DropTable(table=self.table, phase=self.phase, gate=gate, reason=reason)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AddColumn(Op):
     kind: ClassVar[str] = "add_column"
+    changes_columns: ClassVar[bool] = True
     column: ColumnSpec  # added nullable and without default: Delta's ADD COLUMNS allows nothing else
     # Where it goes, so that the table's column order is the contract's (a table created from the contract
     # has that order): after the column before it in the contract (`after`), first (`first`), or at the end
@@ -336,12 +412,13 @@ class SetTableComment(Op):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WidenType(Op):
     kind: ClassVar[str] = "widen_type"
+    changes_columns: ClassVar[bool] = True
     column: str
     from_type: str
     to_type: str
     # The CHECKs that read the column and stand through the retype: Delta refuses ALTER COLUMN … TYPE of a
     # column a CHECK reads (DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE) unless told not to check them
-    # (`plan.render.session_settings`); a widening keeps every value, so each still holds, and no CHECK is
+    # (`Op.session_settings`); a widening keeps every value, so each still holds, and no CHECK is
     # ever absent. Written to migration files only when set, so files from before stay byte for byte.
     checks_kept: tuple[str, ...] = ()
     omitted_when_empty: ClassVar[tuple[str, ...]] = ("checks_kept",)
@@ -351,6 +428,9 @@ class WidenType(Op):
 
     def summary(self) -> str:
         return f"widen {self.column} {self.from_type} -> {self.to_type}"
+
+    def session_settings(self) -> tuple[tuple[str, str, str], ...]:
+        return checks_not_checked() if self.checks_kept else ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -491,6 +571,9 @@ class MarkDeprecated(SetProperties):
     def summary(self) -> str:
         return "mark deprecated: " + ", ".join(f"{k}={v}" for k, v in self.properties)
 
+    def marks(self, key: str) -> bool:
+        return key in dict(self.properties)
+
 
 @dataclass(frozen=True, slots=True)
 class NotListed(TableCondition):
@@ -551,6 +634,10 @@ class StampContract(SetProperties):
     def summary(self) -> str:
         return "stamp " + ", ".join(f"{k}={v}" for k, v in self.properties)
 
+    def undone_by_discard(self) -> bool:
+        # Producers read the stamp to learn which contract version the table is at: once set, it was seen.
+        return False
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SetClustering(Op):
@@ -596,6 +683,14 @@ class AddCheck(Op):
 
     def summary(self) -> str:
         return f"add check {self.name}: {self.expression}"
+
+    def adds_check(self) -> tuple[str, str]:
+        return self.name, self.expression
+
+    def tightening_reads(self) -> frozenset[str]:
+        from delta_contracts.sql.expressions import referenced_columns
+
+        return frozenset(referenced_columns(self.expression))
 
 
 def violation_predicate(expression: str) -> str:
@@ -647,6 +742,9 @@ class SetNotNull(Op):
     def summary(self) -> str:
         return f"set {self.column} NOT NULL"
 
+    def tightening_reads(self) -> frozenset[str]:
+        return frozenset((self.column,))
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DropNotNull(Op):
@@ -679,6 +777,9 @@ class Backfill(Op):
 
     def summary(self) -> str:
         return f"backfill {self.column} = {self.expression}"
+
+    def fills(self) -> str:
+        return self.column
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -740,6 +841,14 @@ class CopyRows(Op):
 
     def summary(self) -> str:
         return f"copy rows {self.source} -> {self.table}"
+
+    def copies_from(self) -> TableId:
+        return self.source
+
+    def file_guards(self, alias: TableId) -> tuple[tuple[str, str], ...]:
+        from delta_contracts.plan.guards import copy_guards
+
+        return copy_guards(self.source, self.table, alias, fence=False)
 
 
 def copy_precondition(
@@ -830,6 +939,7 @@ class CloseColumn(AddCheck):
 class DropColumns(Op):
     kind: ClassVar[str] = "drop_columns"
     destructive: ClassVar[bool] = True
+    changes_columns: ClassVar[bool] = True
     columns: tuple[str, ...]
     gate: Gate
 
@@ -840,7 +950,7 @@ class DropColumns(Op):
     # and the expression is not would lose its value, so the drop refuses while any is left.
     copies: tuple[tuple[str, str], ...] = ()
     # The CHECKs (`CloseColumn`) that closed the columns to new values: the drop runs while they stand (Delta
-    # refuses it unless told not to check them, see `plan.render.session_settings`), and a `DropCheck` after
+    # refuses it unless told not to check them, see `Op.session_settings`), and a `DropCheck` after
     # it removes them. Written to migration files only when set, so files from before stay byte for byte.
     closed_by: tuple[str, ...] = ()
     omitted_when_empty: ClassVar[tuple[str, ...]] = ("closed_by",)
@@ -857,6 +967,9 @@ class DropColumns(Op):
 
     def summary(self) -> str:
         return f"drop columns {', '.join(self.columns)}"
+
+    def session_settings(self) -> tuple[tuple[str, str, str], ...]:
+        return checks_not_checked() if self.closed_by else ()
 
     def order_columns(self, tables: dict[TableId, list[str]]) -> None:
         dropped = {c.casefold() for c in self.columns}
@@ -895,6 +1008,11 @@ class DropTable(Op):
 
     def summary(self) -> str:
         return f"drop table {self.table}"
+
+    def file_guards(self, alias: TableId) -> tuple[tuple[str, str], ...]:
+        from delta_contracts.plan.guards import table_guard
+
+        return table_guard(self.table)
 
 
 @dataclass(frozen=True, slots=True)

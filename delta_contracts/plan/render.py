@@ -39,28 +39,11 @@ from delta_contracts.sql import expressions as x
 
 def render(op: Op) -> str:
     """The one Spark SQL statement that performs `op`."""
-    # sqlglot flags `SET NOT NULL` as unsupported while generating it correctly (allow_null=False).
-    return x.sql(build(op), strict=not isinstance(op, SetNotNull))
-
-
-# Delta refuses to drop a column a CHECK reads (DELTA_CONSTRAINT_DEPENDENT_COLUMN_CHANGE) unless this session
-# setting (delta-spark 3.x and 4.x, default true) says not to look.
-CHECK_DEPENDENT_EXPRESSIONS = "spark.databricks.delta.alterTable.changeColumn.checkExpressions"
-
-
-def session_settings(op: Op) -> tuple[tuple[str, str, str], ...]:
-    """(key, value, default): the Spark session settings the op's statement runs with. A widening keeps the
-    CHECKs that read its column standing through the ALTER COLUMN … TYPE. A closed column's drop
-    runs while its closing CHECK stands, so that no commit can land between the CHECK and the drop: for the
-    instant between the drop and the `DropCheck` after it, the CHECK reads a column that is gone and every
-    write fails (and is retried by its producer) rather than commit a value the drop would lose."""
-    if isinstance(op, DropColumns) and op.closed_by:
-        return ((CHECK_DEPENDENT_EXPRESSIONS, "false", "true"),)
-    if getattr(op, "checks_kept", ()):  # WidenType, and WidenField (plan.fields imports this module)
-        # Measured on delta-spark 4.4: the retype then runs with the CHECKs standing (int -> bigint, a
-        # struct field's int -> bigint, date -> timestamp_ntz), and each still refuses a violating row after.
-        return ((CHECK_DEPENDENT_EXPRESSIONS, "false", "true"),)
-    return ()
+    statement = build(op)
+    # sqlglot flags `SET NOT NULL` (an ALTER COLUMN that disallows NULL) as unsupported while generating it
+    # correctly.
+    loose = any(action.args.get("allow_null") is False for action in statement.find_all(exp.AlterColumn))
+    return x.sql(statement, strict=not loose)
 
 
 def setting_statement(key: str, value: str) -> str:

@@ -28,7 +28,6 @@ from delta_contracts.plan.building import (
 )
 from delta_contracts.plan.catch_up import (
     CHANGE_DATA_FEED,
-    CatchUpRows,
     choose_catch_up,
     left_behind,
 )
@@ -147,9 +146,7 @@ def plan_versioned(
     b.add(
         MarkDeprecated.of(retired, whole_table=True, since=new.version, reason="old version on its way out")
     )
-    bulk = catch_up.op
-    assert isinstance(bulk, CatchUpRows | CopyRows)
-    fence = fence_catch_up(bulk, retired)
+    fence = fence_catch_up(catch_up.op, retired, catch_up.key)
     maps = [c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()]
     if not fence.key and maps:
         # Without a key the fence copies the old rows the new table lacks by EXCEPT ALL over whole rows,

@@ -105,22 +105,23 @@ def _check_rules_compile(engine: Engine, ops: Sequence[Op]) -> None:
 
     from delta_contracts.contract.errors import first_line
     from delta_contracts.engine.base import EngineError
-    from delta_contracts.plan.ops import AddCheck, CreateTable
     from delta_contracts.sql import expressions as x
 
-    created = {op.table: op for op in ops if isinstance(op, CreateTable)}
+    created = {op.table: columns for op in ops if (columns := op.creates()) is not None}
     failures = []
     for op in ops:
-        table = created.get(op.table)
-        if not isinstance(op, AddCheck) or table is None:
+        columns = created.get(op.table)
+        check = op.adds_check()
+        if check is None or columns is None:
             continue
-        empty = exp.select(*(x.cast(exp.Null(), c.type).as_(x.ident(c.name)) for c in table.columns))
-        probe = exp.select(x.parse(op.expression).as_("ok")).from_(empty.subquery("probe")).where(exp.false())
+        name, expression = check
+        empty = exp.select(*(x.cast(exp.Null(), c.type).as_(x.ident(c.name)) for c in columns))
+        probe = exp.select(x.parse(expression).as_("ok")).from_(empty.subquery("probe")).where(exp.false())
         try:
             engine.sql(x.sql(probe))
         except Exception as err:  # the engine's analysis error, whatever its class: reported, not hidden
             reason = first_line(err)
-            failures.append(f"CHECK {op.name} ({op.expression}): {reason}")
+            failures.append(f"CHECK {name} ({expression}): {reason}")
     if failures:
         raise EngineError("the engine refuses these rules; nothing was created:\n  " + "\n  ".join(failures))
 
@@ -129,16 +130,13 @@ def _undo(engine: Engine, ops: Sequence[Op], outcomes: Sequence[OpOutcome]) -> N
     """Drop the tables this create made a moment ago (the one whose creation failed too, if it exists).
 
     Views need no undo: the alias view is the last op of a create, so nothing follows it that can fail."""
-    from delta_contracts.plan.ops import CreateTable, DropTable, Gate, Phase
-
     attempted = ops[: len(outcomes) + 1]
     skipped = {op.table for op, outcome in zip(ops, outcomes, strict=False) if outcome.path == "skipped"}
-    made = [op for op in attempted if isinstance(op, CreateTable) and op.table not in skipped]
-    nobody = Gate(deprecation_window="PT0S", reader_lookback="PT0S", deprecated_by="", objects=())
-    for op in reversed(made):
-        if engine.describe(op.table) is not None:
-            reason = "undo a create that failed: the table was made by it a moment ago, never read"
-            engine.run(DropTable(table=op.table, phase=Phase.CONTRACT, reason=reason, gate=nobody))
+    reason = "undo a create that failed: the table was made by it a moment ago, never read"
+    undo = [(op.table, reverse) for op in attempted if (reverse := op.reverse(reason)) is not None]
+    for table, reverse in reversed(undo):
+        if table not in skipped and engine.describe(table) is not None:
+            engine.run(reverse)
 
 
 def _refuse_older_stamp(table: str, stamped: str | None, version: str) -> None:

@@ -19,7 +19,6 @@ from sqlglot import exp
 
 from delta_contracts.engine.base import USER_METADATA_CONF
 from delta_contracts.plan.ops import Op
-from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
@@ -122,7 +121,7 @@ class DeltaSparkPath:
     def run(self, op: Op, statement: exp.Expr, tag: str | None) -> None:
         """Run `statement`, the op's addressed to its table's location (`local.ops`, `at_location`)."""
         session = self.session()
-        settings = session_settings(op)
+        settings = op.session_settings()
         if tag:
             session.conf.set(USER_METADATA_CONF, tag)
         for key, value, _ in settings:

@@ -30,7 +30,6 @@ from delta_contracts.engine.spark.state_table import CatalogStateTable
 from delta_contracts.engine.spark.unity import unity_catalogs
 from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
-from delta_contracts.plan.render import session_settings
 from delta_contracts.sql import expressions as x
 from delta_contracts.state.state_table import StateTable
 from delta_contracts.tableid import TableId
@@ -151,7 +150,7 @@ class SparkEngine(Engine):
         self, tag: str | None, op_settings: Mapping[str, str] | None = None
     ) -> Iterator[None]:
         """The commit tag, and the session settings our statements' meaning depends on (STATEMENT_SETTINGS,
-        and those of the op, `plan.render.session_settings`), set for the statement and put back as they
+        and those of the op, `Op.session_settings`), set for the statement and put back as they
         were after it."""
         settings = {**STATEMENT_SETTINGS, **({USER_METADATA_CONF: tag} if tag else {}), **(op_settings or {})}
         before = {key: self.spark.conf.get(key, None) for key in settings}
@@ -207,7 +206,7 @@ class SparkEngine(Engine):
         where = f"{op.summary()} on {op.table}"
         entry = SPARK_OPS[op]
         try:
-            with self._statement_settings(tag, {k: v for k, v, _ in session_settings(op)}):
+            with self._statement_settings(tag, {k: v for k, v, _ in op.session_settings()}):
                 if entry.creates_schema and len(op.table) > 1:
                     self.sql(x.sql(exp_create_schema(op.table[:-1])))
                 self._run_holding_producers(op, where)

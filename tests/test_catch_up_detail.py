@@ -38,3 +38,21 @@ def test_each_strategy_names_what_it_matched_on() -> None:
     )
     by_partition = CatchUpRows(**BULK, key=(), partition_by=("day",), strategy=CatchUpStrategy.PARTITIONS)
     assert catch_up_detail(by_partition) == "replaced the partitions (day) that differ"
+
+
+def test_the_fence_compares_a_map_column_by_its_json() -> None:
+    """Spark has no equality on maps (`m <=> m`: DATATYPE_MISMATCH.INVALID_ORDERING_TYPE, delta-spark 4.4, the
+    exhaustive recipe matrix's versioned map cases): the fence's changed-row test and its update guard read a
+    map column through TO_JSON, and every other column by `<=>` as before."""
+    from delta_contracts.plan.fence import changes_merge
+    from delta_contracts.sql import expressions as x
+
+    mapping = (("report_id", "`report_id`"), ("day", "`day`"), ("tags", "`tags`"))
+    bulk = CatchUpRows(**{**BULK, "mapping": mapping}, key=("report_id",), maps=("tags",))
+    fence = fence_catch_up(bulk, OLD, key=("report_id",), maps=("tags",))
+    assert fence.maps == ("tags",)
+    sql = x.sql(changes_merge(fence, 3, 5))
+    assert "TO_JSON(`a`.`tags`) IS NOT DISTINCT FROM TO_JSON(`o`.`tags`)" in sql, sql  # the changed rows
+    assert "TO_JSON(`t`.`tags`) IS NOT DISTINCT FROM TO_JSON(`s`.`__delta_contracts_stamped_2`)" in sql, sql
+    assert "`a`.`day` IS NOT DISTINCT FROM `o`.`day`" in sql, sql
+    assert sql.count("TO_JSON(") == 6, sql  # both sides of the changed-row test and of each update guard

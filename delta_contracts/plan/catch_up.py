@@ -309,16 +309,9 @@ def merge_statement(op: CatchUpRows, start_version: int | None = None) -> exp.Me
     on = exp.and_(*(exp.EQ(this=col(TARGET, k), expression=col(SOURCE, k)) for k in op.key))
     kept = {k.casefold() for k in op.kept}
     values = [c for c in columns if c.casefold() not in keys and c.casefold() not in kept]
-    maps = {m.casefold() for m in op.maps}
-
-    def same(c: str) -> exp.Expr:
-        target: exp.Expr = col(TARGET, c)
-        source: exp.Expr = col(SOURCE, c)
-        if c.casefold() in maps:
-            target, source = exp.JSONFormat(this=target), exp.JSONFormat(this=source)
-        return exp.NullSafeEQ(this=target, expression=source)
-
-    differs = exp.Not(this=exp.Paren(this=exp.and_(*(same(c) for c in values))))
+    differs = exp.Not(
+        this=exp.Paren(this=exp.and_(*(same_value(op, col(TARGET, c), col(SOURCE, c), c) for c in values)))
+    )
     whens: list[exp.When] = []
     not_deleted: exp.Expr | None = None
     if op.strategy is CatchUpStrategy.CHANGE_FEED:
@@ -554,3 +547,12 @@ def alias(name: str) -> exp.TableAlias:
 
 def col(table: str, name: str) -> exp.Column:
     return exp.Column(this=x.ident(name), table=x.ident(table))
+
+
+def same_value(op: CatchUpRows, left: exp.Expr, right: exp.Expr, column: str) -> exp.Expr:
+    """`left` and `right` hold the same value of `column` (NULLs the same): by `<=>`, except for a column
+    with a map anywhere in its type, which Spark cannot compare (DATATYPE_MISMATCH.INVALID_ORDERING_TYPE)
+    and which is compared by its JSON instead."""
+    if column.casefold() in {m.casefold() for m in op.maps}:
+        left, right = exp.JSONFormat(this=left), exp.JSONFormat(this=right)
+    return exp.NullSafeEQ(this=left, expression=right)

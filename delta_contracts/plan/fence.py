@@ -35,6 +35,7 @@ from delta_contracts.plan.catch_up import (
     as_of,
     col,
     converted_rows,
+    same_value,
 )
 from delta_contracts.plan.ops import CopyRows, Phase
 from delta_contracts.sql import expressions as x
@@ -45,10 +46,13 @@ STAMPED = "__delta_contracts_stamped_"  # prefix of the columns holding `new@S`'
 STAMPED_ROWS, OLD_ROWS = "a", "o"
 
 
-def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId, key: tuple[str, ...]) -> CatchUpRows:
+def fence_catch_up(
+    bulk: CatchUpRows | CopyRows, source: TableId, key: tuple[str, ...], *, maps: tuple[str, ...] = ()
+) -> CatchUpRows:
     """The last catch-up of a versioned cutover, from the old table (`source`: by now renamed, or marked
     deprecated), after the new table was stamped (see the module docstring); `key`: the unique key the
-    catch-up `bulk` merged on (empty: none, its rows are told apart whole)."""
+    catch-up `bulk` merged on (empty: none, its rows are told apart whole); `maps`: the new table's columns
+    with a map in their type, which its changed rows are compared by as JSON (`same_value`)."""
 
     # The first catch-up's checks name the old table as it was then (its duplicate-key subquery reads it by
     # name); by the fence that name may be the alias view over the new table, so they read `source` itself.
@@ -62,6 +66,7 @@ def fence_catch_up(bulk: CatchUpRows | CopyRows, source: TableId, key: tuple[str
         mapping=bulk.mapping,
         key=key,
         strategy=CatchUpStrategy.INSERT_MISSING,
+        maps=maps,
         rejects=None if bulk.rejects is None else physical(bulk.rejects),
         reasons=tuple((why.replace(str(bulk.source), str(source)), physical(p)) for why, p in bulk.reasons),
         reason="rows committed to the old table until it was closed to writers",
@@ -129,9 +134,7 @@ def changed_keys(op: CatchUpRows, source_version: int, stamp_version: int) -> ex
     old = converted_rows(op, source_version)
     old.select(exp.Alias(this=exp.true(), alias=x.ident(IN_OLD)), copy=False)
     same_key = exp.and_(*(exp.EQ(this=col(STAMPED_ROWS, k), expression=col(OLD_ROWS, k)) for k in op.key))
-    same_values = [
-        exp.NullSafeEQ(this=col(STAMPED_ROWS, c), expression=col(OLD_ROWS, c)) for c in _values(op)
-    ]
+    same_values = [same_value(op, col(STAMPED_ROWS, c), col(OLD_ROWS, c), c) for c in _values(op)]
     gone = exp.Is(this=col(OLD_ROWS, IN_OLD), expression=exp.Null())
     differs = gone if not same_values else exp.or_(gone, exp.Not(this=exp.Paren(this=exp.and_(*same_values))))
     return (
@@ -154,10 +157,7 @@ def changed_keys(op: CatchUpRows, source_version: int, stamp_version: int) -> ex
 def _unchanged_since_stamp(op: CatchUpRows) -> exp.Expr:
     """The new table's row (TARGET) is still `new@S`'s row of its key (SOURCE's STAMPED columns)."""
     return exp.and_(
-        *(
-            exp.NullSafeEQ(this=col(TARGET, c), expression=col(SOURCE, _stamped(i)))
-            for i, (c, _) in enumerate(op.mapping)
-        )
+        *(same_value(op, col(TARGET, c), col(SOURCE, _stamped(i)), c) for i, (c, _) in enumerate(op.mapping))
     )
 
 

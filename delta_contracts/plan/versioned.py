@@ -146,8 +146,8 @@ def plan_versioned(
     b.add(
         MarkDeprecated.of(retired, whole_table=True, since=new.version, reason="old version on its way out")
     )
-    fence = fence_catch_up(catch_up.op, retired, catch_up.key)
     maps = [c.name for c in new.columns if "map<" in c.type.replace(" ", "").lower()]
+    fence = fence_catch_up(catch_up.op, retired, catch_up.key, maps=tuple(maps))
     if not fence.key and maps:
         # Without a key the fence copies the old rows the new table lacks by EXCEPT ALL over whole rows,
         # which Spark refuses over a map (UNSUPPORTED_FEATURE.SET_OPERATION_ON_MAP_TYPE, delta-spark 4.4).

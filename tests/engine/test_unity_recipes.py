@@ -56,13 +56,12 @@ _cells = itertools.count()
 
 # The table properties that differ between a Unity Catalog table and the same table on the session catalog
 # for reasons that are no part of what a contract says:
-# - on every Unity Catalog table, the server's id of the table (`io.unitycatalog.tableId`), set by the
-#   connector;
+# - on every Unity Catalog table, the server's own (`io.unitycatalog.*`: the table's id there);
 # - on a managed one, what Unity Catalog 0.6.0 sets on every managed table it creates (catalog-managed: the
 #   catalog commits them, with column mapping, deletion vectors, row tracking, v2 checkpoints and in-commit
 #   timestamps on, and storage defaults; docs/engines.md, "Unity Catalog"). Those are measured, not listed:
-#   the properties of an empty managed table created in the catalog (`ManagedDefaults`), and the bookkeeping
-#   the features they turn on keep as the table changes (`MANAGED_BOOKKEEPING`).
+#   the properties of an empty managed table created in the catalog (`Unity.managed_defaults`), and the
+#   bookkeeping the features they turn on keep as the table changes (`MANAGED_BOOKKEEPING`).
 CATALOG_PROPERTIES = ("io.unitycatalog.",)
 MANAGED_BOOKKEEPING = ("delta.columnMapping.maxColumnId", "delta.rowTracking.", "delta.inCommitTimestamp")
 
@@ -77,10 +76,9 @@ class EndState:
     properties: dict[str, str]  # the physical table's, its catalog and schema written <where>
 
     def comparable(self, left_out: frozenset[str]) -> dict[str, str]:
-        """The properties, without those in `left_out` or starting with one of its prefixes (a key
-        ending with a dot)."""
-        prefixes = tuple(k for k in left_out if k.endswith("."))
-        return {k: v for k, v in self.properties.items() if k not in left_out and not k.startswith(prefixes)}
+        """The properties, without those whose key starts with one of `left_out`."""
+        prefixes = tuple(left_out)
+        return {k: v for k, v in self.properties.items() if not k.startswith(prefixes)}
 
 
 def _text(value: Any) -> Any:

@@ -305,10 +305,11 @@ def test_recipe_on_unity_catalog_ends_where_it_ends_on_the_session_catalog(
     before = _history(spark_engine, old_table)
     assert _continuous(before), before
     before_rows = _read_rows(spark_engine, old_table)
+    live = spark_engine.describe(old_table, with_version=False)
+    assert live is not None
+    location = live.location
     if kind == "external":
-        live = spark_engine.describe(old_table, with_version=False)
-        assert live is not None
-        assert Path(live.location.removeprefix("file:")).parent == tmp_path / "uc" / "external", live
+        assert Path(location.removeprefix("file:")).parent == tmp_path / "uc" / "external", location
     planned = sorted((flow.place.root / "migrations").rglob("*"))
     code, out = _plan(flow.place)
     if code != 0:
@@ -331,6 +332,10 @@ def test_recipe_on_unity_catalog_ends_where_it_ends_on_the_session_catalog(
     assert _continuous(after) and after[: len(before)] == before, (before, after)
     if flow.new_physical != flow.old_physical:
         assert _continuous(_history(spark_engine, flow.place.name(flow.new_physical)))
+    elif kind == "external":
+        # migrated in place, the external table is where it was: no copy made elsewhere
+        live = spark_engine.describe(old_table, with_version=False)
+        assert live is not None and live.location == location, (live.location, location)
     reference = _reference(spark_engine, tmp_path / "session", recipe, versioning)
     assert on_uc.rows == reference.rows
     assert on_uc.shape == reference.shape

@@ -42,6 +42,29 @@ REFUSED: dict[str, tuple[str, str]] = {
 }
 
 
+# A managed table of an OSS catalog is catalog-managed (its protocol lists the feature), and the catalog
+# blocks OPTIMIZE there, which REORG … APPLY (PURGE) is (measured by tests/engine/test_unity_recipes.py:
+# "[DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION] OPTIMIZE is blocked by the catalog for Catalog-Managed
+# tables"); an external table purges. `plan` reads no table, so the spark engine refuses it before `apply`
+# runs an op.
+CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
+PURGE_ON_CATALOG_MANAGED = (
+    "Unity Catalog OSS 0.6.0 blocks REORG TABLE … APPLY (PURGE) on its managed (catalog-managed) tables "
+    '("OPTIMIZE is blocked by the catalog for Catalog-Managed tables"), so the values of a dropped column '
+    "could not be purged from the data files",
+    "keep the table external (created with a LOCATION, docs/engines.md), or declare the contract `versioned` "
+    "from its first version, so that a major version copies the rows to a new table instead of dropping "
+    "the column; " + DATABRICKS_WAY,
+)
+
+
+def catalog_managed_refusal(op: Op, features: Iterable[str]) -> str | None:
+    """Why Unity Catalog OSS cannot run `op` on a table with these protocol features; None when it can."""
+    if op.kind != "purge_dropped_columns" or CATALOG_MANAGED_FEATURES.isdisjoint(features):
+        return None
+    return f"{PURGE_ON_CATALOG_MANAGED[0]}: {PURGE_ON_CATALOG_MANAGED[1]}"
+
+
 class UnityCatalogRefusedError(PlanError):
     """A migration with an op Unity Catalog OSS cannot run, refused before anything is written."""
 

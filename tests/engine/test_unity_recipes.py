@@ -168,10 +168,11 @@ def _create_external(engine: Engine, place: Place, old: Contract, location: Path
     engine.sql(x.sql(statement))
 
 
+FORCED = ("--force", "--reason", "recipe matrix")  # the recipes' contract phases wait at gates
+
+
 def _apply(place: Place) -> None:
-    code, out = _invoke(
-        place.root, "apply", "contracts", "--env", "dev", "--force", "--reason", "recipe matrix"
-    )
+    code, out = _invoke(place.root, "apply", "contracts", "--env", "dev", *FORCED)
     assert code == 0, out
 
 
@@ -323,7 +324,17 @@ def test_recipe_on_unity_catalog_ends_where_it_ends_on_the_session_catalog(
         _drop(spark_engine, flow.place, flow.old_physical)
         record_property("outcome", "refused at plan")
         return
-    _apply(flow.place)
+    code, out = _invoke(flow.place.root, "apply", "contracts", "--env", "dev", *FORCED)
+    if code == 2 and "cannot run this migration" in out:
+        # what only the live table tells (a catalog-managed table's purge) is refused by `apply` before its
+        # first op: the reason, no traceback, the table as it was
+        assert "Unity Catalog OSS 0.6.0 blocks" in out and "Traceback" not in out, out
+        assert _history(spark_engine, old_table) == before
+        assert checksum(_read_rows(spark_engine, old_table)) == checksum(before_rows)
+        _drop(spark_engine, flow.place, flow.old_physical)
+        record_property("outcome", "refused at apply, before its first op")
+        return
+    assert code == 0, out
     on_uc = _end_state(spark_engine, flow.place, flow.new, flow.new_physical)
     expected = checksum(expected_rows(flow.old, flow.new, ROWS))
     assert on_uc.served == expected, f"{recipe}/{versioning}: rows served differ from the contract's"

@@ -48,19 +48,19 @@ REFUSED: dict[str, tuple[str, str]] = {
 # tables"); an external table purges. `plan` reads no table, so the spark engine refuses it before `apply`
 # runs an op.
 CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
+# The ops that rewrite files that way: the purge, and DROP FEATURE typeWidening (it rewrites the files written
+# in the old type first; measured the same way, type_widening_off on a managed table).
+REWRITES_FILES = frozenset({"purge_dropped_columns", "drop_feature"})
 PURGE_ON_CATALOG_MANAGED = (
-    "Unity Catalog OSS 0.6.0 blocks REORG TABLE … APPLY (PURGE) on its managed (catalog-managed) tables "
-    '("OPTIMIZE is blocked by the catalog for Catalog-Managed tables"), so the values of a dropped column '
-    "could not be purged from the data files",
-    "keep the table external (created with a LOCATION, docs/engines.md), or declare the contract `versioned` "
-    "from its first version, so that a major version copies the rows to a new table instead of dropping "
-    "the column; " + DATABRICKS_WAY,
+    "it rewrites data files as REORG TABLE … APPLY (PURGE) does, which Unity Catalog OSS 0.6.0 blocks on its "
+    'managed (catalog-managed) tables ("OPTIMIZE is blocked by the catalog for Catalog-Managed tables")',
+    "keep the table external (created with a LOCATION, docs/engines.md), where it runs; " + DATABRICKS_WAY,
 )
 
 
 def catalog_managed_refusal(op: Op, features: Iterable[str]) -> str | None:
     """Why Unity Catalog OSS cannot run `op` on a table with these protocol features; None when it can."""
-    if op.kind != "purge_dropped_columns" or CATALOG_MANAGED_FEATURES.isdisjoint(features):
+    if op.kind not in REWRITES_FILES or CATALOG_MANAGED_FEATURES.isdisjoint(features):
         return None
     return f"{PURGE_ON_CATALOG_MANAGED[0]}: {PURGE_ON_CATALOG_MANAGED[1]}"
 

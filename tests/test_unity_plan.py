@@ -132,3 +132,21 @@ def test_a_server_named_nowhere_is_refused_before_any_engine_starts(
     assert result.exit_code == 2, result.output
     assert "engine.unity_catalog names catalogs (prod) but no server" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "wh").exists()
+
+
+def test_a_purge_is_refused_on_a_catalog_managed_table_only() -> None:
+    """Unity Catalog OSS blocks REORG … APPLY (PURGE) on its managed tables (their protocol lists
+    catalogManaged), not on external ones; no other op is refused for it."""
+    from delta_contracts.plan.ops import AddColumn, ColumnSpec, Phase
+    from delta_contracts.plan.purge import PurgeDroppedColumns
+    from delta_contracts.plan.unity import catalog_managed_refusal
+    from delta_contracts.tableid import TableId
+
+    table = TableId(("uc", "shop", "orders"))
+    purge = PurgeDroppedColumns(table=table, phase=Phase.CONTRACT, columns=("note",))
+    managed = ("deletionVectors", "catalogManaged", "columnMapping")
+    why = catalog_managed_refusal(purge, managed)
+    assert why is not None and "Unity Catalog OSS 0.6.0 blocks" in why and "external" in why, why
+    assert catalog_managed_refusal(purge, ("deletionVectors", "columnMapping")) is None
+    add = AddColumn(table=table, phase=Phase.EXPAND, column=ColumnSpec(name="n", type="int"))
+    assert catalog_managed_refusal(add, managed) is None

@@ -42,6 +42,29 @@ REFUSED: dict[str, tuple[str, str]] = {
 }
 
 
+# A managed table of an OSS catalog is catalog-managed (its protocol lists the feature), and the catalog
+# blocks OPTIMIZE there, which REORG … APPLY (PURGE) is (measured by tests/engine/test_unity_recipes.py:
+# "[DELTA_UNSUPPORTED_CATALOG_MANAGED_TABLE_OPERATION] OPTIMIZE is blocked by the catalog for Catalog-Managed
+# tables"); an external table purges. `plan` reads no table, so the spark engine refuses it before `apply`
+# runs an op.
+CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
+# The ops that rewrite files that way: the purge, and DROP FEATURE typeWidening (it rewrites the files written
+# in the old type first; measured the same way, type_widening_off on a managed table).
+REWRITES_FILES = frozenset({"purge_dropped_columns", "drop_feature"})
+PURGE_ON_CATALOG_MANAGED = (
+    "it rewrites data files as REORG TABLE … APPLY (PURGE) does, which Unity Catalog OSS 0.6.0 blocks on its "
+    'managed (catalog-managed) tables ("OPTIMIZE is blocked by the catalog for Catalog-Managed tables")',
+    "keep the table external (created with a LOCATION, docs/engines.md), where it runs; " + DATABRICKS_WAY,
+)
+
+
+def catalog_managed_refusal(op: Op, features: Iterable[str]) -> str | None:
+    """Why Unity Catalog OSS cannot run `op` on a table with these protocol features; None when it can."""
+    if op.kind not in REWRITES_FILES or CATALOG_MANAGED_FEATURES.isdisjoint(features):
+        return None
+    return f"{PURGE_ON_CATALOG_MANAGED[0]}: {PURGE_ON_CATALOG_MANAGED[1]}"
+
+
 class UnityCatalogRefusedError(PlanError):
     """A migration with an op Unity Catalog OSS cannot run, refused before anything is written."""
 

@@ -30,6 +30,7 @@ from delta_contracts.engine.spark.state_table import CatalogStateTable
 from delta_contracts.engine.spark.unity import unity_catalogs
 from delta_contracts.live import Commit, LiveColumn, LiveTable, commits_from_history
 from delta_contracts.plan.ops import Op
+from delta_contracts.plan.unity import CATALOG_MANAGED_FEATURES, catalog_managed_refusal
 from delta_contracts.sql import expressions as x
 from delta_contracts.state.state_table import StateTable
 from delta_contracts.tableid import TableId
@@ -179,8 +180,10 @@ class SparkEngine(Engine):
         return [row.asDict(recursive=True) for row in self.spark.sql(statement).collect()]
 
     def unsupported_reason(self, op: Op) -> str | None:
-        if self.in_unity_catalog_oss(op.table) and (why := UNITY_CATALOG_OSS.refusal(op)) is not None:
-            return why
+        if self.in_unity_catalog_oss(op.table):
+            why = UNITY_CATALOG_OSS.refusal(op) or self._catalog_managed_refusal(op)
+            if why is not None:
+                return why
         # The session is asked whether it is Databricks only for what OSS Delta refuses (one conf read).
         refusal = SPARK_OSS_DELTA.refusal(op)
         if refusal is None or not self.on_databricks():
@@ -192,6 +195,13 @@ class SparkEngine(Engine):
         if len(table) < 3:
             return False
         return str(self.spark.conf.get(f"spark.sql.catalog.{table[0]}", "")) == UNITY_CATALOG_CLASS
+
+    def _catalog_managed_refusal(self, op: Op) -> str | None:
+        """What a catalog-managed table of Unity Catalog OSS refuses; the table read only for such an op."""
+        if catalog_managed_refusal(op, CATALOG_MANAGED_FEATURES) is None:
+            return None
+        live = self.describe(op.table, with_version=False)
+        return None if live is None else catalog_managed_refusal(op, live.writer_features)
 
     def on_databricks(self) -> bool:
         """Whether the session is a Databricks runtime (which has SET NOT NULL); clusters set this conf."""

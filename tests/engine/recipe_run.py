@@ -92,6 +92,23 @@ def checksum(rows: Iterable[Mapping[str, Any]]) -> str:
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
+def null_structs_as_delta_3_writes_them(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows with every struct whose fields are all NULL read as NULL, as on delta-3 both are one value:
+    Delta 3.3 on Spark 3.5 writes a NULL struct an INSERT gives it as a struct of NULL fields (measured: the
+    Parquet file of `INSERT INTO t VALUES (2, NULL)` holds `{'zip': None, 'n': None}` for the struct column,
+    before any migration; Delta 4 on Spark 4 keeps the NULL)."""
+
+    def value(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            inner = {k: value(x) for k, x in v.items()}
+            return None if inner and all(x is None for x in inner.values()) else inner
+        if isinstance(v, list):
+            return [value(x) for x in v]
+        return v
+
+    return [{k: value(v) for k, v in row.items()} for row in rows]
+
+
 def expected_rows(old: Contract, new: Contract, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The rows as the new contract says they must read: renamed, converted, filled, defaulted."""
     out = []
@@ -376,12 +393,15 @@ def execute_case(
         sql_file=_golden_file(golden, schema) if sql_files else None,
     )
     got = read_through_name(engine, new)
+    wanted = expected_rows(old, new, [*ROWS, LATE_ROW])
+    if target is Target.DELTA_3:
+        got, wanted = null_structs_as_delta_3_writes_them(got), null_structs_as_delta_3_writes_them(wanted)
     return CaseRun(
         served_columns=tuple(got[0]) if got else (),
         served_types=served_types(engine, new),
         wanted_types=contract_types(new),
         served=checksum(got),
-        expected=checksum(expected_rows(old, new, [*ROWS, LATE_ROW])),
+        expected=checksum(wanted),
         location=_location(engine, after.physical),
         schema=schema,
     )

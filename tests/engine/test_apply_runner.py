@@ -12,6 +12,7 @@ from delta_contracts.apply.reports import BatchProgress
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.apply.status import pending_migrations
 from delta_contracts.engine.base import Engine
+from delta_contracts.marks import HOLD
 from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
 from delta_contracts.state.ledger import Ledger, Status, claimed
 from delta_contracts.tableid import TableId
@@ -164,7 +165,13 @@ def test_failing_tightening_op_reports_counts_and_leaves_the_table(engine: Engin
     ran_before = next(r for r in result.reports if (r.migration_id[:4], r.index) == ("0002", 7))
     after = engine.describe((schema, "orders"))
     assert after is not None and "channel_enum" not in after.checks  # nothing of the failed op applied
-    assert after.version == ran_before.version  # no commit since the op before it
+    # No commit since the op before it, but for the producer hold's release (spark: the tightenings after
+    # the cutover's catch-up run with producers held, and the hold is set back when the run ends, failed or
+    # not; a metadata commit of that property alone).
+    since = [c for c in engine.history((schema, "orders")) if ran_before.version < c.version]
+    assert after.version == ran_before.version + len(since), since
+    holds = [c.operation == "SET TBLPROPERTIES" and HOLD in c.parameters.get("properties", "") for c in since]
+    assert all(holds), [(c.operation, dict(c.parameters)) for c in since]
     last = Ledger(engine.state_dir).entries([contract])[-1]
     assert last.status == Status.FAILED and "2 row(s)" in last.error
 

@@ -167,6 +167,9 @@ LOCAL_REFUSALS: dict[tuple[str, str], str] = {
     ("type_widening_off", "versioned"): "DROP FEATURE",
     ("copy_identity", "in_place"): "MERGE INTO a table with identity columns",
     ("copy_identity", "versioned"): "MERGE INTO a table with identity columns",
+    ("drop_map_value_field", "versioned"): "transform_values",
+    ("rename_map_value_field", "versioned"): "transform_values",
+    ("struct_fields", "versioned"): "transform_values",
 }
 
 

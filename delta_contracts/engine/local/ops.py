@@ -53,6 +53,7 @@ from delta_contracts.engine.local.rewrite import INTERNAL_PROPERTIES, TableShape
 from delta_contracts.engine.local.routes import (
     TableFacts,
     check_reads_names_needing_quotes,
+    converts_map_values,
     creates_clustered_table,
     enables_change_data_feed,
     enables_column_mapping,
@@ -144,6 +145,10 @@ NO_FIELD_CHANGES = by_delta_spark(
 NO_ROW_TRACKING = refused(
     "Sail 0.7.2 cannot write a table with row tracking ('Unsupported table features required: "
     "[RowTracking, DomainMetadata]'); use --engine spark"
+)
+NO_TRANSFORM_VALUES = refused(
+    "Sail 0.7.2 has no transform_values, which converts a map's values in a versioned copy "
+    "('UnsupportedOperationException: function: transform_values'); use --engine spark"
 )
 NO_IDENTITY_MERGE = refused(
     "Sail 0.7.2 has no MERGE INTO a table with identity columns ('not yet supported'); use --engine spark"
@@ -520,7 +525,11 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
         ),
         Backfill: LocalOp(SAIL_WRITE, rows=BACKFILL_ROWS),
         LastCatchUp: LocalOp(SAIL_WRITE, sail=last_catch_up_on_sail, rows=LAST_CATCH_UP_ROWS),
-        CopyRows: LocalOp(SAIL_WRITE, sail=copy_on_sail, rows=COPY_ROWS),
+        CopyRows: LocalOp(
+            Capability(SQL, unless=(UNLESS_ROW_TRACKING, Case(converts_map_values, NO_TRANSFORM_VALUES))),
+            sail=copy_on_sail,
+            rows=COPY_ROWS,
+        ),
         CatchUpRows: LocalOp(
             Capability(
                 SQL,
@@ -528,6 +537,7 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
                     UNLESS_ROW_TRACKING,
                     Case(reads_change_data_feed, NO_CHANGE_DATA_FEED_READS),
                     Case(merges_into_identity_columns, NO_IDENTITY_MERGE),
+                    Case(converts_map_values, NO_TRANSFORM_VALUES),
                 ),
             ),
             sail=catch_up_on_sail,

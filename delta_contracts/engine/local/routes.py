@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from delta_contracts.live import LEGACY_WRITER_FEATURES, LiveTable
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
-from delta_contracts.plan.ops import AddCheck, AddColumn, CreateTable, Op
+from delta_contracts.plan.ops import AddCheck, AddColumn, CopyRows, CreateTable, Op
 from delta_contracts.sql import expressions as x
 
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
@@ -104,6 +104,12 @@ def creates_clustered_table(op: CreateTable, facts: TableFacts) -> bool:
 def has_row_tracking(op: Op, facts: TableFacts) -> bool:
     """The table tracks rows, or the op turns row tracking on."""
     return "rowTracking" in facts.writer_features or "rowTracking" in features_of(properties_set(op))
+
+
+def converts_map_values(op: CopyRows | CatchUpRows, facts: TableFacts) -> bool:
+    """The copy's mapping converts a map's values (`transform_values`: a field of a map's struct values
+    added, dropped or renamed in a versioned copy)."""
+    return any("transform_values" in expression.casefold() for _, expression in op.mapping)
 
 
 def merges_into_identity_columns(op: CatchUpRows, facts: TableFacts) -> bool:

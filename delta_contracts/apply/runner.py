@@ -423,7 +423,7 @@ class Runner:
                             BatchProgress(
                                 flight.name,
                                 op.summary(),
-                                ".".join(op.table),
+                                str(op.table),
                                 len(marks) + count,
                                 total,
                                 written,

@@ -150,3 +150,19 @@ def test_a_purge_is_refused_on_a_catalog_managed_table_only() -> None:
     assert catalog_managed_refusal(purge, ("deletionVectors", "columnMapping")) is None
     add = AddColumn(table=table, phase=Phase.EXPAND, column=ColumnSpec(name="n", type="int"))
     assert catalog_managed_refusal(add, managed) is None
+
+
+def test_an_alias_view_is_found_in_its_own_catalog_only() -> None:
+    """Two catalogs of one server may each hold `shop.orders`: a three-level alias finds its own catalog's
+    view, never the other's (the exhaustive UC run found another catalog's alias view for a fresh table); a
+    name without its catalog still matches by schema and view (the local engine lists views so)."""
+    from delta_contracts.tableid import TableId
+    from delta_contracts.tables.drift import alias_view_query
+
+    views = {TableId(("versioned_1", "shop", "orders")): "SELECT * FROM versioned_1.shop.orders__v2"}
+    assert alias_view_query(TableId(("telemetry_1", "shop", "orders")), views) is None
+    assert alias_view_query(TableId(("versioned_1", "shop", "orders")), views) == next(iter(views.values()))
+    assert alias_view_query(TableId(("shop", "orders")), views) == next(iter(views.values()))
+    local = {TableId(("shop", "orders")): "SELECT * FROM shop.orders__v1"}
+    session_alias = TableId(("spark_catalog", "shop", "orders"))
+    assert alias_view_query(session_alias, local) == "SELECT * FROM shop.orders__v1"

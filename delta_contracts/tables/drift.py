@@ -305,9 +305,16 @@ def _view_source(query: str) -> str | None:
 
 
 def alias_view_query(alias: TableId, views: Mapping[TableId, str]) -> str | None:
-    """The query of the view named `alias`, if there is one."""
-    local = {key[-2:]: query for key, query in views.items()}  # the local engine names views schema.view
-    return views.get(alias, local.get(alias[-2:]))
+    """The query of the view named `alias`, if there is one. A name without its catalog (the local engine
+    lists views as schema.view; a contract id may name none) matches by schema and view; two names that both
+    give their catalog match only in it, as `catalog.schema.view` in another catalog of the same server is
+    another view."""
+    if alias in views:
+        return views[alias]
+    return next(
+        (query for key, query in views.items() if min(len(key), len(alias)) < 3 and key[-2:] == alias[-2:]),
+        None,
+    )
 
 
 def write_target(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 # What legacy protocol versions (no feature lists) imply, as the Delta protocol defines them (delta-spark's
@@ -117,3 +118,15 @@ def property_set_by(commits: Iterable[Commit], key: str, value: str | None = Non
         if found and (value is None or str(properties[key]) == value):
             return commit.version
     return None
+
+
+def held_until(value: str | None) -> datetime | None:
+    """The instant a producer hold's value names (`marks.HOLD`, set by `apply`: engine/spark/hold.py), or
+    None when there is none or it cannot be read (a producer then writes: the hold only ever helps a
+    statement of `apply` find a gap)."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None

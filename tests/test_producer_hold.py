@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 from sqlglot import exp
 
-from delta_contracts.apply.schedule import held_runs
+from delta_contracts.apply.schedule import held_runs, held_table
 from delta_contracts.contract.model import Contract
-from delta_contracts.engine.spark.hold import SHORTEST_HOLD, ProducerHold, held_until
-from delta_contracts.live import Commit
+from delta_contracts.engine.spark.hold import SHORTEST_HOLD, ProducerHold
+from delta_contracts.live import Commit, held_until
 from delta_contracts.marks import HOLD
 from delta_contracts.plan.ops import Op
 from delta_contracts.plan.planner import plan
@@ -138,6 +138,25 @@ def test_a_catch_up_and_the_tightenings_that_read_its_column_are_held_to_the_sta
     assert [[op.kind for op in renamed[s - 1 : e]] for s, e in held_runs(renamed).items()] == [
         [*tightenings, *rest_of_cutover]
     ]
+
+
+def test_a_versioned_cutover_is_held_on_the_old_table_from_its_catch_up_to_the_stamp() -> None:
+    for versioning in ("in_place", "versioned"):
+        # in place before: the old table bears the contract's name
+        ops = _ops(*pair("change_partitioning", versioning))
+        runs = held_runs(ops)
+        assert len(runs) == 1
+        ((start, end),) = runs.items()
+        held = ops[start - 1 : end]
+        # the catch-up (here a copy again: the partitioning changes) through the stamp
+        assert held[0].kind in ("catch_up_rows", "copy_rows") and held[0].phase.value == "cutover"
+        assert held[-1].kind == "stamp_contract"
+        # the old table's rename (when it bears the name) and the view's move come between; the fence,
+        # after the stamp, is no part of it
+        assert "create_view" in [op.kind for op in held]
+        assert ("rename_table" in [op.kind for op in held]) == (versioning == "in_place")
+        assert [op.kind for op in ops[end:]].count("catch_up_rows") == 1
+        assert held_table(held[0]) == held[0].copies_from() != held[0].table
 
 
 def test_a_catch_up_no_tightening_reads_is_no_run() -> None:

@@ -36,7 +36,7 @@ from delta_contracts.apply.reports import (
     prechecks,
     requirements,
 )
-from delta_contracts.apply.schedule import Schedule, Verdict, held_runs
+from delta_contracts.apply.schedule import Schedule, Verdict, held_runs, held_table
 from delta_contracts.engine.base import (
     SKIPPED_DETAIL,
     Engine,
@@ -208,7 +208,7 @@ class Runner:
                     end = next((e for s, e in runs.items() if s <= index <= e), 0)
                     if end > held_to and not self.options.dry_run:
                         holding.close()
-                        holding.enter_context(self.engine.holding_producers(op.table))
+                        holding.enter_context(self.engine.holding_producers(held_table(op)))
                         held_to = end
                     report = self._run_op(flight, lease, decision.forced)
                     self._emit(run, report)

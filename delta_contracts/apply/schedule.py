@@ -27,6 +27,7 @@ from enum import StrEnum
 from delta_contracts.apply.reports import OpInFlight
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Op, Phase
+from delta_contracts.tableid import TableId
 
 
 class Verdict(StrEnum):
@@ -55,17 +56,34 @@ def moves_readers(stored: StoredMigration, op: Op) -> bool:
 
 def held_runs(ops: Sequence[Op]) -> dict[int, int]:
     """The runs of a migration's ops that no producer's row may come between, from the index (from 1) of the
-    first to that of the last: the cutover's catch-up backfill of a column that a tightening right after it
-    reads (a NOT NULL column's fill, a renamed NOT NULL column), through the end of the cutover (the stamp).
-    A producer writing the old shape until the stamp writes the column NULL: a row of it landing between the
-    catch-up and the tightening breaks the tightening's pre-check, and one landing after the tightening is
-    refused by it until the stamp switches the producer. So the runner holds producers off the table for
-    the whole run (`Engine.holding_producers`): a producer that obeys the hold finds the stamp when it ends.
-    A run resumed after a refusal runs its catch-up again first."""
+    first to that of the last, held on the table producers write until the stamp (`held_table`):
+
+    - the cutover's catch-up backfill of a column that a tightening right after it reads (a NOT NULL column's
+      fill, a renamed NOT NULL column), through the end of the cutover (the stamp). A producer writing the old
+      shape until the stamp writes the column NULL: a row of it landing between the catch-up and the
+      tightening breaks the tightening's pre-check, and one landing after the tightening is refused by it
+      until the stamp switches the producer;
+    - a versioned cutover's catch-up from the old table through the stamp of the new one (the old table's
+      rename and the alias view's move between them). A change a producer commits to the old table after the
+      catch-up and before it switches is carried by the fence only after producers switched, and by then a
+      producer may have deleted or updated that key on the new table (where it was not yet): the fence would
+      bring the key back, or overwrite the later value. Held, the old table gets no change between the
+      catch-up and the stamp, so a producer that obeys the hold switches to a new table equal to the old one.
+
+    So the runner holds producers off the table for the whole run (`Engine.holding_producers`): a producer
+    that obeys the hold finds the stamp when it ends. A run resumed after a refusal runs its catch-up again
+    first."""
     runs: dict[int, int] = {}
     for start, op in enumerate(ops, start=1):
+        if op.phase is not Phase.CUTOVER:
+            continue
+        if op.copies_from() is not None:
+            stamps = [i for i, later in enumerate(ops[start:], start + 1) if later.switches_producers()]
+            if stamps:
+                runs[start] = stamps[0]
+            continue
         filled = op.fills()
-        if filled is None or op.phase is not Phase.CUTOVER:
+        if filled is None:
             continue
         reads = False
         for later in ops[start:]:
@@ -76,6 +94,12 @@ def held_runs(ops: Sequence[Op]) -> dict[int, int]:
         if reads:
             runs[start] = start + sum(1 for later in ops[start:] if later.phase is Phase.CUTOVER)
     return runs
+
+
+def held_table(op: Op) -> TableId:
+    """The table a held run starting with `op` holds producers off: the one they write until the stamp (a
+    versioned catch-up's source, else the op's own table)."""
+    return op.copies_from() or op.table
 
 
 class Schedule:

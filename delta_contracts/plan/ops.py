@@ -275,6 +275,10 @@ class Op:
         None."""
         return None
 
+    def switches_producers(self) -> bool:
+        """Whether the op tells producers to write the new version from now on (the stamp)."""
+        return False
+
     def session_settings(self) -> tuple[tuple[str, str, str], ...]:
         """(key, value, default): the Spark session settings the op's statement runs with."""
         return ()
@@ -637,6 +641,9 @@ class StampContract(SetProperties):
     def undone_by_discard(self) -> bool:
         # Producers read the stamp to learn which contract version the table is at: once set, it was seen.
         return False
+
+    def switches_producers(self) -> bool:
+        return True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

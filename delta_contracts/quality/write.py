@@ -4,9 +4,11 @@ commit tagged in `userMetadata` with the contract id and version it was written 
 from __future__ import annotations
 
 import json
+import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +16,8 @@ from sqlglot import exp
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.errors import FailedError, InputError
+from delta_contracts.live import LiveTable, held_until
+from delta_contracts.marks import HOLD
 from delta_contracts.plan.planner import initial_state
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
@@ -73,10 +77,7 @@ def write(
 
     model = resolve_contract(contract_or_id, contracts)
     live_engine = engine or as_engine(df.sparkSession)
-    table = write_table(live_engine, model)
-    live = live_engine.describe(table, with_version=False)
-    if live is None:
-        raise ContractTableMissingError(f"{table} does not exist: create it from contract {model.id} first")
+    table, live = unheld_table(live_engine, model)
     known = known_versions(model, migrations if migrations is not None else Path("migrations"))
     written_as = batch_shape(df.schema, model, live, known, cast=mode == "cast")
     checked = enforce(df, written_as, mode, engine=live_engine)
@@ -96,6 +97,30 @@ def write(
         sink.append(live_engine, good, table, tag)
     history = live_engine.history(table)
     return WriteResult(str(table), history[-1].version if history else 0, how, tag, written_as.version)
+
+
+HOLD_POLL_SECONDS = 0.5
+
+
+def unheld_table(
+    engine: Engine, model: Contract, sleep: Callable[[float], None] = time.sleep
+) -> tuple[TableId, LiveTable]:
+    """The table to write (`write_table`) and its live state, once `apply` holds no producer off it: while
+    its `delta_contracts.hold` names an instant still to come, wait (looking again every half second, never
+    past the instant) and find the table again, since the stamp may have moved producers to another one
+    meanwhile (docs/migrations.md, "Wait while the table is held")."""
+    while True:
+        table = write_table(engine, model)
+        live = engine.describe(table, with_version=False)
+        if live is None:
+            raise ContractTableMissingError(
+                f"{table} does not exist: create it from contract {model.id} first"
+            )
+        until = held_until(live.properties.get(HOLD))
+        left = 0.0 if until is None else (until - datetime.now(UTC)).total_seconds()
+        if left <= 0:
+            return table, live
+        sleep(min(HOLD_POLL_SECONDS, left))
 
 
 def write_table(engine: Engine, model: Contract) -> TableId:

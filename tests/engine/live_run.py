@@ -16,7 +16,7 @@ from typing import Any
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.spark.hold import held_until
+from delta_contracts.live import held_until
 from delta_contracts.marks import HOLD
 from delta_contracts.plan.migrations import load_history, next_migration, write_migration
 from delta_contracts.sql import expressions as x

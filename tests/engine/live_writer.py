@@ -19,8 +19,8 @@ seconds between two commits, CADENCE_SECONDS when absent, 0 for back to back); i
 for a producer that never looks at the hold).
 
 Before each write it also waits while the table it writes is held (`delta_contracts.hold` in its
-`TBLPROPERTIES` names an instant still to come), as docs/migrations.md asks of producers, unless told to
-ignore the hold.
+`TBLPROPERTIES` names an instant still to come), and checks the stamp again once the hold is over, as
+docs/migrations.md asks of producers, unless told to ignore the hold.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 from pyspark.sql.connect.session import SparkSession
 from sqlglot import exp
 
-from delta_contracts.engine.spark.hold import held_until
+from delta_contracts.live import held_until
 from delta_contracts.marks import HOLD
 from delta_contracts.sql import expressions as x
 
@@ -244,10 +244,13 @@ def writer_main(
         while not stop.is_set():
             with started.get_lock():
                 started.value += 1
-            switched = switched or stamped(session, spec)
-            table = spec["switch_to"] if switched else spec["table"]
-            if not spec.get("ignore_hold"):
-                held_total += wait_while_held(session, table, stop)
+            while True:  # after waiting out a hold, the stamp may have come: check it again
+                switched = switched or stamped(session, spec)
+                table = spec["switch_to"] if switched else spec["table"]
+                held = 0 if spec.get("ignore_hold") else wait_while_held(session, table, stop)
+                held_total += held
+                if not held or stop.is_set():
+                    break
             columns = spec["new_columns"] if switched else spec["old_columns"]
             fresh = [row(spec["name"], n + i) for i in range(ROWS_PER_COMMIT)]
             if spec["mode"] == "upsert":

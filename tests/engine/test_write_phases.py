@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 import itertools
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,9 @@ from delta_contracts.apply import apply
 from delta_contracts.contract.model import Contract
 from delta_contracts.contract.types import canonical
 from delta_contracts.engine.base import Engine
+from delta_contracts.marks import HOLD
 from delta_contracts.plan.migrations import load_history, next_migration, write_migration
-from delta_contracts.plan.ops import Phase
+from delta_contracts.plan.ops import Phase, SetProperties
 from delta_contracts.quality.shape import ShapeNotStampedError
 from delta_contracts.quality.write import write
 from delta_contracts.sql import expressions as x
@@ -230,3 +231,32 @@ def test_write_in_every_phase(
 ) -> None:
     engine: Engine = request.getfixturevalue(f"{engine_name}_engine")
     run_matrix(engine, tmp_path, recipe, versioning, through)
+
+
+def test_write_waits_out_a_hold_then_writes(local_engine: Engine, tmp_path: Path) -> None:
+    """While `apply` holds producers off the table (`delta_contracts.hold` names an instant to come), `write`
+    waits until that instant and then writes; a hold already past holds nobody."""
+    schema = f"writes{next(_schemas)}_held"
+    create_schema(local_engine, schema)
+    old, new = contracts("rename_column", "in_place", schema)
+    migrations = plan_folder(tmp_path, old, new)
+    assert apply(local_engine, migrations, tables=[old.id], to_version=old.version).exit_code == 0
+    producer = Producer(local_engine, old, new, migrations)
+    table = old.table_parts
+
+    def hold(seconds: float) -> datetime:
+        until = datetime.now(UTC) + timedelta(seconds=seconds)
+        value = until.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        local_engine.run(SetProperties(table=table, phase=Phase.CUTOVER, properties=((HOLD, value),)))
+        return until
+
+    for ahead, waits in ((-5.0, False), (3.0, True)):
+        until = hold(ahead)
+        began = datetime.now(UTC)
+        producer.write(old, [producer.row(f"h{ahead}")], merge=False)
+        ended = datetime.now(UTC)
+        if waits:
+            assert ended >= until, f"written at {ended}, while held until {until}"
+        else:
+            assert ended - began < timedelta(seconds=3), "a hold already past held the write"
+    producer.check(x.sql(x.table(table)), x.sql(x.table(table)), "after the holds")

@@ -11,6 +11,7 @@ Connect server's, which the `connect` engine runs on).
 from __future__ import annotations
 
 import itertools
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,7 @@ from delta_contracts.engine.row_moves import RowMover
 from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark.describe import TableInformation, TableProperties
 from delta_contracts.engine.spark.errors import error_condition, errors_expected, spark_statement_errors
-from delta_contracts.engine.spark.hold import ProducerHold
+from delta_contracts.engine.spark.hold import HOLD_PER_RUN, SHORTEST_HOLD, ProducerHold
 from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA, UNITY_CATALOG_OSS
 from delta_contracts.engine.spark.state_table import CatalogStateTable
 from delta_contracts.engine.spark.unity import unity_catalogs
@@ -111,6 +112,7 @@ class SparkEngine(Engine):
         # holds them off from its first attempt (a backfill's next batch would lose its first race too).
         self._contended: set[TableId] = set()
         self._held: dict[TableId, ProducerHold] = {}  # the holds of runs of ops (`holding_producers`)
+        self._longest_statement = 0.0  # seconds: a run's hold lasts a few times the longest run so far
 
     @property
     def state_dir(self) -> Path:
@@ -223,6 +225,7 @@ class SparkEngine(Engine):
         except spark_statement_errors() as err:
             raise EngineError(f"{where}: {one_line(err)}") from err
         target = entry.table_left(op)
+        self._follow_rename(op.table, target)
         version = self._version(target) if entry.commits else None
         return OpOutcome(op.kind, target, version, "sql")
 
@@ -238,14 +241,27 @@ class SparkEngine(Engine):
 
     @contextmanager
     def holding_producers(self, table: TableId) -> Iterator[None]:
-        hold = ProducerHold(table, self._hold_statement)
+        """Producers held off `table` for a run of ops: from now, for at least SHORTEST_HOLD seconds or
+        HOLD_PER_RUN times the longest statement this engine ran so far (a versioned cutover's catch-up runs
+        about as long as the copy before it), renewed as the run's statements on the table begin, released
+        at its end."""
+        shortest = max(SHORTEST_HOLD, HOLD_PER_RUN * self._longest_statement)
+        hold = ProducerHold(table, self._hold_statement, shortest=shortest)
         self._held[table] = hold
         try:
             hold.keep()
             yield
         finally:
-            del self._held[table]
+            self._held = {t: h for t, h in self._held.items() if h is not hold}
             self._release(hold)
+
+    def _follow_rename(self, table: TableId, left: TableId) -> None:
+        """A run's hold set on `table` stays on it under the name a rename left it (`left`): its renewals
+        and its release go to the old table, not to the view or table that takes its name."""
+        hold = self._held.pop(table, None) if left != table else None
+        if hold is not None:
+            hold.table = left
+            self._held[left] = hold
 
     def _retry_holding_producers(
         self, action: Callable[[int], object], *, what: str, table: TableId | None, holds: bool, retry: bool
@@ -265,7 +281,9 @@ class SparkEngine(Engine):
                     run.keep()
                 elif hold.table in self._contended and not hold.engaged:
                     hold.engage()
+            began = time.monotonic()
             action(next(attempts))
+            self._longest_statement = max(self._longest_statement, time.monotonic() - began)
 
         def lost(conflict: str) -> None:
             self.count_retry(conflict)

@@ -45,24 +45,14 @@ def hold_statement(table: TableId, until: datetime) -> str:
     return x.sql(alter)
 
 
-def held_until(value: str | None) -> datetime | None:
-    """The instant a hold's value names, or None when there is none or it cannot be read (a producer then
-    writes: the hold only ever helps a statement of `apply` find a gap)."""
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 @dataclass
 class ProducerHold:
     """The hold of one op on one table: `engage` after each lost race (it sets or lengthens the hold), then
     `release` once the op ends. `run` executes a statement (the engine's own, with its retries)."""
 
-    table: TableId
+    table: TableId  # where the hold is set: a run's table follows a rename within the run (`renamed`)
     run: Callable[[str], None]
+    shortest: float = SHORTEST_HOLD  # a run's hold: at least as long as its longest statement may run
     clock: Callable[[], float] = time.monotonic
     now: Callable[[], datetime] = lambda: datetime.now(UTC)
     engaged: bool = False
@@ -76,20 +66,20 @@ class ProducerHold:
         """Set the hold, or lengthen it when the last attempt ran so long that the hold could run out before
         the next one ends."""
         lost = self.clock() - self._attempt_began
-        length = max(SHORTEST_HOLD, HOLD_PER_RUN * lost)
+        length = max(self.shortest, HOLD_PER_RUN * lost)
         if self.engaged and self._expires - self.clock() > 2 * lost:
             return
         self.run(hold_statement(self.table, self.now() + timedelta(seconds=length)))
         self.engaged, self._expires = True, self.clock() + length
 
     def keep(self) -> None:
-        """Engaged for at least SHORTEST_HOLD from now: the hold of a run of ops (`apply.schedule.held_runs`),
-        set when the run begins whether or not a race was lost, and renewed as each of its statements
-        begins."""
-        if self.engaged and self._expires - self.clock() > SHORTEST_HOLD / 2:
+        """Engaged for at least `shortest` seconds from now: the hold of a run of ops
+        (`apply.schedule.held_runs`), set when the run begins whether or not a race was lost, and renewed as
+        each of its statements on the held table begins."""
+        if self.engaged and self._expires - self.clock() > self.shortest / 2:
             return
-        self.run(hold_statement(self.table, self.now() + timedelta(seconds=SHORTEST_HOLD)))
-        self.engaged, self._expires = True, self.clock() + SHORTEST_HOLD
+        self.run(hold_statement(self.table, self.now() + timedelta(seconds=self.shortest)))
+        self.engaged, self._expires = True, self.clock() + self.shortest
 
     def release(self) -> None:
         if self.engaged:

@@ -16,6 +16,8 @@ from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
 
+from sqlglot import exp
+
 from delta_contracts.apply.gates import (
     canonical_gate_objects,
     evaluate,
@@ -47,10 +49,13 @@ from delta_contracts.engine.base import (
 from delta_contracts.engine.row_moves import BatchDone
 from delta_contracts.errors import InputError
 from delta_contracts.marks import STAMP_VERSION
+from delta_contracts.plan.catch_up import as_of
 from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Op
+from delta_contracts.sql import expressions as x
 from delta_contracts.state import ledger as lg
 from delta_contracts.state.lease import Lease
+from delta_contracts.tableid import TableId
 from delta_contracts.telemetry.names import Names
 
 # Importers of the runner find what it reports here, as before.
@@ -95,6 +100,8 @@ class Runner:
         self.table_ledger = lg.ContractLedger(self.ledger, "", [])  # the current table's, see `_run_table`
         # The current table's migrations: a drop's deprecation mark may be set by any of them.
         self.history: Sequence[StoredMigration] = ()
+        # In a held run (`held_runs`), after its catch-up: the table it filled and the version it left.
+        self._caught_up: tuple[TableId, int] | None = None
 
     @property
     def entries(self) -> list[lg.LedgerEntry]:
@@ -196,6 +203,7 @@ class Runner:
             runs = held_runs(ops)
             with ExitStack() as holding:  # producers held off a run of ops as one (`held_runs`)
                 held_to = 0
+                self._caught_up = None
                 for flight, decision in schedule.decisions(stored, done):
                     index, op = flight.index, flight.op
                     if decision.verdict is not Verdict.RUN:
@@ -215,8 +223,31 @@ class Runner:
                     if report.status is OpStatus.FAILED:
                         run.failure = report
                         return
+                    if index in runs:  # skipped (nothing to fill): the version it found
+                        version = report.version if report.version is not None else report.version_before
+                        self._caught_up = None if version is None else (op.table, version)
                     if index >= held_to:
                         holding.close()
+                        self._caught_up = None
+
+    def _written_since_catch_up(self, err: PreconditionFailedError) -> str:
+        """What a pre-check that fails inside a held run (`held_runs`) after its catch-up found: when no row
+        breaking it was there at the catch-up's version, a producer that does not wait for the hold wrote
+        them since, in the old shape, and a run of `apply` again fixes them (it runs the catch-up again
+        first). Empty when the rows were there already, or outside such a run."""
+        if self._caught_up is None or self._caught_up[0] != err.condition.table:
+            return ""
+        table, version = self._caught_up
+        source = as_of(x.table(table), version)
+        then = exp.select(exp.Star()).from_(source).where(x.parse(err.condition.predicate))
+        if self.engine.count_rows(then):
+            return ""
+        return (
+            f"\nNone of them was there at version {version}, when this run's catch-up had filled the column: "
+            "a producer that does not wait while the table is held (`delta_contracts.hold`, "
+            "docs/migrations.md) wrote them since, in the old shape. Run `apply` again once producers obey "
+            "the hold or are quieter: it runs the catch-up again first."
+        )
 
     def _record_held(self, flight: OpInFlight, reasons: tuple[str, ...]) -> None:
         """A row saying the run left the op at its shut gate, and why: `history` shows what waited when."""
@@ -329,6 +360,8 @@ class Runner:
             attempt = self._attempt(flight, lease, forced, before)
         except (EngineError, PreconditionFailedError) as err:
             message = str(err) or type(err).__name__
+            if isinstance(err, PreconditionFailedError):
+                message += self._written_since_catch_up(err)
             self._record(
                 self._entry(
                     flight,

@@ -78,7 +78,7 @@ class PreconditionFailedError(EngineError):
         samples: list[dict[str, Any]],
         broken: Sequence[tuple[str, int, str]] = (),
     ) -> None:
-        self.op, self.count, self.samples = op, count, samples
+        self.op, self.condition, self.count, self.samples = op, condition, count, samples
         self.broken = [(why, n) for why, n, _ in broken]
         # Each sample row as JSON (dates, decimals and timestamps as their text), never a dict's repr.
         shown = "\n".join(f"    {json.dumps(row, default=str, ensure_ascii=False)}" for row in samples)

@@ -223,30 +223,34 @@ class Runner:
                     if report.status is OpStatus.FAILED:
                         run.failure = report
                         return
-                    if index in runs:  # skipped (nothing to fill): the version it found
-                        version = report.version if report.version is not None else report.version_before
-                        self._caught_up = None if version is None else (op.table, version)
+                    if index in runs and report.version_before is not None:
+                        self._caught_up = (op.table, report.version_before)
                     if index >= held_to:
                         holding.close()
                         self._caught_up = None
 
     def _written_since_catch_up(self, err: PreconditionFailedError) -> str:
-        """What a pre-check that fails inside a held run (`held_runs`) after its catch-up found: when no row
-        breaking it was there at the catch-up's version, a producer that does not wait for the hold wrote
-        them since, in the old shape, and a run of `apply` again fixes them (it runs the catch-up again
-        first). Empty when the rows were there already, or outside such a run."""
+        """What a pre-check that fails inside a held run (`held_runs`) after its catch-up found: when every
+        row breaking it is a row the table did not have as the catch-up began (rows it had then were filled
+        by it, or broke it already), a producer that does not wait for the hold wrote them since, in the old
+        shape, and a run of `apply` again fixes them (it runs the catch-up again first). Empty when some
+        were there already, or outside such a run."""
         if self._caught_up is None or self._caught_up[0] != err.condition.table:
             return ""
         table, version = self._caught_up
-        source = as_of(x.table(table), version)
-        then = exp.select(exp.Star()).from_(source).where(x.parse(err.condition.predicate))
-        if self.engine.count_rows(then):
+        now = exp.select(exp.Star()).from_(x.table(table)).where(x.parse(err.condition.predicate))
+        then = exp.select(exp.Star()).from_(as_of(x.table(table), version))
+        try:
+            written_since = self.engine.count_rows(exp.Except(this=now, expression=then, distinct=False))
+        except Exception:  # any engine's error (Spark compares no map in EXCEPT): only a diagnosis
+            return ""
+        if written_since < err.count:
             return ""
         return (
-            f"\nNone of them was there at version {version}, when this run's catch-up had filled the column: "
-            "a producer that does not wait while the table is held (`delta_contracts.hold`, "
-            "docs/migrations.md) wrote them since, in the old shape. Run `apply` again once producers obey "
-            "the hold or are quieter: it runs the catch-up again first."
+            f"\nNone of them was in the table at version {version}, as this run's catch-up began: a producer "
+            "that does not wait while the table is held (`delta_contracts.hold`, docs/migrations.md) wrote "
+            "them since, in the old shape. Run `apply` again once producers obey the hold or are quieter: it "
+            "runs the catch-up again first."
         )
 
     def _record_held(self, flight: OpInFlight, reasons: tuple[str, ...]) -> None:

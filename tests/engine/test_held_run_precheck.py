@@ -70,7 +70,7 @@ def test_rows_written_after_the_catch_up_are_named_and_a_second_run_completes(
     assert first.exit_code == 1 and first.failure is not None, [r.detail for r in first.reports]
     detail = first.failure.detail
     assert "1 row(s)" in detail and '"late"' in detail, detail
-    assert "None of them was there at version" in detail, detail
+    assert "None of them was in the table at version" in detail, detail
     assert "Run `apply` again" in detail, detail
 
     second = apply(local_engine, root, tables=[old.id])

@@ -26,6 +26,7 @@ from delta_contracts.engine.schema_json import columns_from_schema
 from delta_contracts.engine.spark.describe import TableInformation, TableProperties
 from delta_contracts.engine.spark.errors import error_condition, errors_expected, spark_statement_errors
 from delta_contracts.engine.spark.hold import HOLD_PER_RUN, SHORTEST_HOLD, ProducerHold
+from delta_contracts.engine.spark.log_version import LogVersions
 from delta_contracts.engine.spark.ops import SPARK_DATABRICKS, SPARK_OPS, SPARK_OSS_DELTA, UNITY_CATALOG_OSS
 from delta_contracts.engine.spark.state_table import CatalogStateTable
 from delta_contracts.engine.spark.unity import unity_catalogs
@@ -112,6 +113,7 @@ class SparkEngine(Engine):
         # holds them off from its first attempt (a backfill's next batch would lose its first race too).
         self._contended: set[TableId] = set()
         self._held: dict[TableId, ProducerHold] = {}  # the holds of runs of ops (`holding_producers`)
+        self._log_versions = LogVersions()  # whose log folders give a table's version (`_version`)
         self._longest_statement = 0.0  # seconds: a run's hold lasts a few times the longest run so far
 
     @property
@@ -271,7 +273,12 @@ class SparkEngine(Engine):
         and every later statement on that table holds them from its first attempt. Within a run of ops held
         as one (`holding_producers`), the run's hold is kept up instead, and outlasts the statement."""
         attempts = itertools.count()
+        # A run of ops is held as one (`holding_producers`): every statement run meanwhile is one of its ops',
+        # whatever table it writes (a versioned catch-up writes the new table, holding the old one), and
+        # renews the run's hold as it begins.
         run = self._held.get(table) if table is not None else None
+        if run is None and self._held:
+            run = next(iter(self._held.values()))
         hold = run or (ProducerHold(table, self._hold_statement) if holds and table is not None else None)
 
         def attempt() -> None:
@@ -338,8 +345,23 @@ class SparkEngine(Engine):
         return [row.asDict(recursive=True) for row in rows]
 
     def _version(self, table: TableId) -> int | None:
+        """The table's current version: from its log folder's listing where that is trusted (`log_version`:
+        a local folder, checked once against DESCRIBE HISTORY), else from DESCRIBE HISTORY."""
+        location = None if self.in_unity_catalog_oss(table) else self._location(table)
+        if location is not None:
+            listed = self._log_versions.version(location)
+            if listed is not None:
+                return listed
         rows = self._describe_rows("HISTORY", table, "version", limit=1)
-        return int(rows[0]["version"]) if rows else None
+        version = int(rows[0]["version"]) if rows else None
+        if location is not None:
+            self._log_versions.check(location, version)
+        return version
+
+    def _location(self, table: TableId) -> str | None:
+        rows = self._describe_rows("EXTENDED", table)
+        info = None if rows is None else TableInformation.of(rows)
+        return None if info is None or info.is_view or not info.location else info.location
 
     def table_version(self, table: TableId) -> int | None:
         return self._version(table)

@@ -249,8 +249,8 @@ class Runner:
         return (
             f"\nNone of them was in the table at version {version}, as this run's catch-up began: a producer "
             "that does not wait while the table is held (`delta_contracts.hold`, docs/migrations.md) wrote "
-            "them since, in the old shape. Run `apply` again once producers obey the hold or are quieter: it "
-            "runs the catch-up again first."
+            "them since, in the old shape. There is nothing to fix by hand: run `apply` again once producers "
+            "obey the hold or are quieter (it runs the catch-up again first)."
         )
 
     def _record_held(self, flight: OpInFlight, reasons: tuple[str, ...]) -> None:

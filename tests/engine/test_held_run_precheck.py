@@ -71,7 +71,7 @@ def test_rows_written_after_the_catch_up_are_named_and_a_second_run_completes(
     detail = first.failure.detail
     assert "1 row(s)" in detail and '"late"' in detail, detail
     assert "None of them was in the table at version" in detail, detail
-    assert "Run `apply` again" in detail, detail
+    assert "nothing to fix by hand: run `apply` again" in detail, detail
 
     second = apply(local_engine, root, tables=[old.id])
     assert second.exit_code == 0, second.failure and second.failure.detail

@@ -1,8 +1,10 @@
 """The versioned cutover's fence: the last catch-up, from the old table into the new one after the new table
 was stamped (docs/migrations.md, "The versioned cutover's fence").
 
-By the fence producers are switching: some still write the old table, some the new one. The fence carries
-over every change the old table received since the catch-up — inserts, updates and deletes of existing keys
+By the fence producers are switching. One that obeys the hold (`apply.schedule.held_runs`: the old table is
+held from the catch-up to the stamp) wrote nothing to the old table since the catch-up; one that does not may
+still write the old table while others write the new one. The fence carries over every change the old
+table received since the catch-up — inserts, updates and deletes of existing keys
 — and never one a producer made to the new table since the stamp:
 
 - `new@S`: the new table as of its stamp's commit (version S) is what the catch-up left, since no producer

@@ -110,14 +110,15 @@ def plan_versioned(
         b.warn(catch_up.warning)
     if catch_up.note is not None:
         b.notes.append(catch_up.note)
-    # The cutover's order is what keeps every row a producer commits (docs/migrations.md, "Writers during
-    # a migration"): the catch-up above makes the new table equal to the old one while only the old one is
-    # written; the alias view then moves to the new table (the old one renamed away first when the alias takes
-    # its name), and only then is the new table stamped, telling producers to switch. So every cell before the
-    # stamp runs while producers write only the old table, and a catch-up run again by hand is refused by its
-    # guard (the alias reads another table) before it could delete a producer's row from the new one. The old
-    # table is then closed to producers (the deprecation mark, a metadata commit, fails every append still in
-    # flight on it) and the fence copies what it got meanwhile, adding rows only.
+    # The cutover's order is what keeps every change a producer commits (docs/migrations.md, "Writers during
+    # a migration"): the runner holds producers off the old table from the catch-up to the stamp
+    # (`apply.schedule.held_runs`), so the catch-up makes the new table equal to the old one; the alias view
+    # then moves to the new table (the old one renamed away first when the alias takes its name), and only
+    # then is the new table stamped, telling producers to switch. So every cell before the stamp runs while
+    # producers write only the old table, and a catch-up run again by hand is refused by its guard (the alias
+    # reads another table) before it could delete a producer's row from the new one. The old table is then
+    # closed to producers (the deprecation mark, a metadata commit, fails every write still in flight on it)
+    # and the fence carries what a producer that did not wait wrote to it meanwhile.
     retired = old_physical
     if old_physical == alias:
         retired = versioned_name(old)

@@ -22,6 +22,8 @@ from delta_contracts.apply import apply
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.plan.migrations import load_history
+from delta_contracts.sql import expressions as x
+from delta_contracts.tableid import TableId
 from tests.engine.conftest import JVM
 from tests.engine.live_run import Commit, columns_of, commits, hold_now, plan_folder, served, writers
 from tests.engine.recipe_run import create_schema
@@ -195,3 +197,37 @@ def test_a_producer_ignoring_the_hold_through_a_backfill_and_not_null(
     assert region is not None, live.columns
     # the contract's NOT NULL stands: as the column's own, or as a CHECK on it
     assert not region.nullable or any("region" in check for check in live.checks.values()), live
+
+
+def partitioned_by_status(doc: dict[str, Any]) -> None:
+    doc["table"]["partitioned_by"] = ["status"]
+
+
+def test_a_versioned_cutover_holds_the_old_table_from_its_catch_up_to_the_stamp(
+    connect_engine: Engine, tmp_path: Path
+) -> None:
+    """A repartition of a table that bears the contract's name: a versioned cutover that renames the old table
+    aside. The old table is held before the catch-up reads it and released only once the new table is
+    stamped, and the release lands on the old table under its new name (the hold followed the rename), not
+    on the alias view that took the name."""
+    case = prepared(connect_engine, tmp_path, *contracts("heldcut", "in_place", partitioned_by_status))
+    connect_engine.sql(f"INSERT INTO {x.sql(x.table(case['table']))} VALUES ('a', 'OK'), ('b', 'FAILED')")
+    outcome = apply(
+        connect_engine, case["root"], tables=[case["old"].id], phases=["expand", "populate", "cutover"]
+    )
+    assert outcome.exit_code == 0, outcome.failure and outcome.failure.detail
+    reports = {r.kind: r for r in outcome.reports if r.status.value == "succeeded"}
+    retired = TableId(reports["rename_table"].table.split("."))
+    assert retired != TableId(case["table"]) and connect_engine.views()  # the name is the alias view now
+
+    old_history = commits(connect_engine, retired)
+    windows = hold_windows(old_history)
+    assert len(windows) == 1, old_history
+    held, released = windows[0]
+    stamped = [c for c in commits(connect_engine, case["new_table"]) if c.operation == "SET TBLPROPERTIES"]
+    stamp = next(c for c in stamped if c.by_apply and c.hold is None)
+    # held before the catch-up's first read, released once the stamp was set
+    assert held.at <= stamp.at <= released.at, (held, stamp, released)
+    assert not [c for c in between(old_history, windows[0]) if not c.by_apply]
+    released_now = hold_now(connect_engine, retired)
+    assert released_now is not None and released_now <= datetime.now(UTC)

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The delta-3 target is executed in a second virtualenv: PySpark 3.5 + delta-spark 3.3 (requirements-delta3.txt).
 DELTA3_VENV ?= .venv-delta3
 
-.PHONY: demo test test-exhaustive lint typecheck clean jars chromium delta3
+.PHONY: demo test test-exhaustive test-unity-matrix lint typecheck clean jars chromium delta3
 
 # setuptools prints a 12-line warning box for every editable install, --quiet or not: the install's output is
 # kept in the virtualenv's install.log and shown only when it fails.
@@ -61,7 +61,12 @@ test:
 	$(PYTEST) -m "not exhaustive"
 
 test-exhaustive: $(BIN)/.installed jars chromium delta3
-	$(PYTEST) -m exhaustive
+	$(PYTEST) -m "exhaustive and not unity_matrix"
+
+# Every recipe through the CLI on a Unity Catalog OSS server, managed and external (tests/engine/test_unity_recipes.py):
+# hours on two cores, so a tier of its own, for a scheduled job and before a release.
+test-unity-matrix: $(BIN)/.installed jars
+	$(PYTEST) -m unity_matrix
 
 clean:
 	rm -rf $(VENV) $(DELTA3_VENV) warehouse .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -49,7 +49,8 @@ from tests.recipes import pair
 from tests.tiers import all_cases
 from tests.unity import UnityServer
 
-pytestmark = [pytest.mark.engine, pytest.mark.exhaustive]
+# Exhaustive (never in `make test`), and a tier of its own: hours on two cores (`make test-unity-matrix`).
+pytestmark = [pytest.mark.engine, pytest.mark.exhaustive, pytest.mark.unity_matrix]
 runner = CliRunner()
 KINDS = ("managed", "external")
 _cells = itertools.count()

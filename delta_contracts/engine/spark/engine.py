@@ -344,10 +344,14 @@ class SparkEngine(Engine):
             raise
         return [row.asDict(recursive=True) for row in rows]
 
-    def _version(self, table: TableId) -> int | None:
+    def _version(self, table: TableId, location: str | None = None) -> int | None:
         """The table's current version: from its log folder's listing where that is trusted (`log_version`:
-        a local folder, checked once against DESCRIBE HISTORY), else from DESCRIBE HISTORY."""
-        location = None if self.in_unity_catalog_oss(table) else self._location(table)
+        a local folder, checked once against DESCRIBE HISTORY), else from DESCRIBE HISTORY. `location`: the
+        table's, when the caller has just read it."""
+        if self.in_unity_catalog_oss(table):
+            location = None
+        elif location is None:
+            location = self._location(table)
         if location is not None:
             listed = self._log_versions.version(location)
             if listed is not None:
@@ -379,8 +383,8 @@ class SparkEngine(Engine):
             kind = info.provider or "non-Delta"
             raise EngineError(f"{table} is a {kind} table, not a Delta table")
         properties = TableProperties.of(self.sql(x.sql(_show("TBLPROPERTIES", x.table(table)))))
-        # No SQL statement gives the version but DESCRIBE HISTORY (a Spark job), so only when asked.
-        version = self._version(table) if with_version else None
+        # Read only when asked: on a table not in a local folder it takes DESCRIBE HISTORY (a Spark job).
+        version = self._version(table, info.location or None) if with_version else None
         if with_version and version is None:
             return None  # dropped between the two reads
         checks = {

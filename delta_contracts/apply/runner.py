@@ -216,7 +216,11 @@ class Runner:
                     end = next((e for s, e in runs.items() if s <= index <= e), 0)
                     if end > held_to and not self.options.dry_run:
                         holding.close()
-                        holding.enter_context(self.engine.holding_producers(held_table(op)))
+                        held = held_table(op)
+                        # A run resumed past its rename holds nothing: the old table's name is gone (or is
+                        # the alias view), so no producer writes the old table by it any more.
+                        if self.engine.describe(held, with_version=False) is not None:
+                            holding.enter_context(self.engine.holding_producers(held))
                         held_to = end
                     report = self._run_op(flight, lease, decision.forced)
                     self._emit(run, report)

@@ -112,7 +112,7 @@ class SparkEngine(Engine):
         # Tables on which a statement of this engine lost a commit race to producers: the next op on one
         # holds them off from its first attempt (a backfill's next batch would lose its first race too).
         self._contended: set[TableId] = set()
-        self._held: dict[TableId, ProducerHold] = {}  # the holds of runs of ops (`holding_producers`)
+        self._held: ProducerHold | None = None  # the hold of the run of ops under way (`holding_producers`)
         self._log_versions = LogVersions()  # whose log folders give a table's version (`_version`)
         self._longest_statement = 0.0  # seconds: a run's hold lasts a few times the longest run so far
 
@@ -249,21 +249,19 @@ class SparkEngine(Engine):
         at its end."""
         shortest = max(SHORTEST_HOLD, HOLD_PER_RUN * self._longest_statement)
         hold = ProducerHold(table, self._hold_statement, shortest=shortest)
-        self._held[table] = hold
+        self._held = hold
         try:
             hold.keep()
             yield
         finally:
-            self._held = {t: h for t, h in self._held.items() if h is not hold}
+            self._held = None
             self._release(hold)
 
     def _follow_rename(self, table: TableId, left: TableId) -> None:
         """A run's hold set on `table` stays on it under the name a rename left it (`left`): its renewals
         and its release go to the old table, not to the view or table that takes its name."""
-        hold = self._held.pop(table, None) if left != table else None
-        if hold is not None:
-            hold.table = left
-            self._held[left] = hold
+        if self._held is not None and self._held.table == table:
+            self._held.table = left
 
     def _retry_holding_producers(
         self, action: Callable[[int], object], *, what: str, table: TableId | None, holds: bool, retry: bool
@@ -276,9 +274,7 @@ class SparkEngine(Engine):
         # A run of ops is held as one (`holding_producers`): every statement run meanwhile is one of its ops',
         # whatever table it writes (a versioned catch-up writes the new table, holding the old one), and
         # renews the run's hold as it begins.
-        run = self._held.get(table) if table is not None else None
-        if run is None and self._held:
-            run = next(iter(self._held.values()))
+        run = self._held
         hold = run or (ProducerHold(table, self._hold_statement) if holds and table is not None else None)
 
         def attempt() -> None:

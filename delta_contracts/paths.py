@@ -8,6 +8,8 @@ resolved root, so neither `..`, nor an absolute name, nor a link planted in the 
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 from delta_contracts.errors import InputError
@@ -40,3 +42,16 @@ def inside(root: Path | str, *names: str) -> Path:
     if resolved != resolved_root and not resolved.is_relative_to(resolved_root):
         raise OutsideRootError(f"{path} resolves to {resolved}, outside {resolved_root}")
     return path
+
+
+def write_atomically(path: Path, content: str) -> None:
+    """Write `content` to `path` whole or not at all: a temporary file beside it, then renamed over it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(content)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from delta_contracts.apply.gates import under_later_names
 from delta_contracts.state.ledger import LedgerEntry, Status
+from delta_contracts.state.record import TableRecord
+
+
+def under_later_names(objects: list[str], entries: list[LedgerEntry]) -> tuple[str, ...]:
+    return TableRecord("sales.orders", (), entries).under_later_names(objects)
 
 
 def _rename(old: str, new: str, status: Status = Status.SUCCEEDED) -> LedgerEntry:

@@ -171,7 +171,7 @@ def _apply_table(
     """One table's pending migrations, its outcome added to `result`."""
     from delta_contracts.apply.runner import ApplyRefusedError
     from delta_contracts.paths import OutsideRootError
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.plan.migrations import IntegrityError, table_folder
     from delta_contracts.state.lease import LeaseHeldError, LeaseLostError
     from delta_contracts.state.state_table import StateTableError
 
@@ -184,10 +184,9 @@ def _apply_table(
         result.refused.append((contract, f"{folder}: no migrations folder (run `delta-contracts plan`)"))
         return
     try:
-        verify(folder)
-        history = load_history(folder, names)
+        record = runner.open(root, contract, names)
         if promotion is not None:
-            refusal = promotion.check(runner, contract, history)
+            refusal = promotion.check(runner, record)
             if refusal is not None:
                 result.refused.append((contract, refusal))
                 return
@@ -195,7 +194,7 @@ def _apply_table(
             holder = break_lease(runner.engine, contract, break_lease_reason)
             if holder is not None:
                 result.broken.append((contract, holder))
-        result.runs.append(runner.apply_table(contract, history))
+        result.runs.append(runner.apply_table(record))
     except (IntegrityError, ApplyRefusedError) as err:
         result.refused.append((contract, str(err)))
     except LeaseHeldError as err:
@@ -209,20 +208,14 @@ def _apply_table(
 def break_lease(engine: Engine, contract: str, reason: str) -> str | None:
     """Free `contract`'s table from the runner holding its lease, recording who and why in the ledger; the
     holder's description, or None when nobody held it."""
-    from delta_contracts.state import ledger as lg
     from delta_contracts.state.lease import Lease
+    from delta_contracts.state.record import TableRecord, open_ledger
 
     holder = Lease(engine.state_dir, contract).break_lease(reason)
     if holder is None:
         return None
-    entry = lg.contract_event(
-        contract,
-        "break_lease",
-        lg.Status.LEASE_BROKEN,
-        reason=reason,
-        detail=f"broke the lease of {holder.describe()}",
-    )
-    lg.Ledger(engine.ledger_table()).append([entry])
+    record = TableRecord(contract, (), None, open_ledger(engine))
+    record.append_event("break_lease", reason=reason, detail=f"broke the lease of {holder.describe()}")
     return holder.describe()
 
 

@@ -10,16 +10,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from delta_contracts.apply.reports import OpInFlight
 from delta_contracts.live import Commit
-from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Gate, Op
-from delta_contracts.state.ledger import LedgerEntry, Status
 from delta_contracts.telemetry.names import Names
 
-# Ledger statuses of an op that left its properties set (`created`: made by `create`).
-_SET = frozenset({Status.SUCCEEDED, Status.FORCED, Status.SKIPPED, Status.CREATED})
+if TYPE_CHECKING:
+    from delta_contracts.plan.stored import StoredMigration
+    from delta_contracts.state.record import TableRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,72 +38,33 @@ def mark_of(ops: Sequence[Op], op: Op, gate: Gate) -> int | None:
     return None
 
 
-def under_later_names(objects: Sequence[str], entries: Sequence[LedgerEntry]) -> tuple[str, ...]:
-    """The objects, and each again under the names its table was given since by renames the ledger records:
-    a later migration's rename (`orders` → `orders__v2`) moves a deprecated column along, and a read of it
-    under the new name is a read of what the drop removes."""
-    renames = {
-        e.renamed_from.casefold(): e.table.casefold()
-        for e in entries
-        if e.renamed_from and e.status in (Status.SUCCEEDED, Status.FORCED, Status.SKIPPED)
-    }
-    out = list(objects)
-    for obj in objects:
-        name = obj.casefold()
-        for _ in range(len(renames)):  # follow a chain of renames; bounded, so a cycle cannot loop
-            old = next((t for t in renames if name == t or name.startswith(t + ".")), None)
-            if old is None:
-                break
-            name = renames[old] + name[len(old) :]
-            out.append(name)
-    return tuple(dict.fromkeys(out))
-
-
-def marked_at(entries: Sequence[LedgerEntry], key: tuple[str, str, int]) -> datetime | None:
-    """When the toolkit set the mark: the end of the first successful run of the mark op."""
-    for entry in entries:
-        if entry.key == key and entry.status in (Status.SUCCEEDED, Status.FORCED):
-            return entry.ended_at
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class Mark:
     at: datetime
     where: str  # which op set it, for the reasons `apply` prints
 
 
-def find_mark(
-    flight: OpInFlight, gate: Gate, history: Sequence[StoredMigration], entries: Sequence[LedgerEntry]
-) -> Mark | None:
+def find_mark(flight: OpInFlight, gate: Gate, record: TableRecord) -> Mark | None:
     """When the mark the gate's window counts from was set, wherever it was set: the mark op of this
     migration, else of any migration of the table (a column deprecated in 2.4.0 and dropped in 3.0.0 is
     marked by the 2.4.0 migration), else any op the ledger records setting the property on the table (under
     any of its names). The earliest wins: the window runs from when the mark was first set."""
-    contract, stored, op = flight.contract, flight.stored, flight.op
+    stored, op = flight.stored, flight.op
     found: list[Mark] = []
     index = mark_of(stored.migration.ops, op, gate)
-    if index is not None and (when := marked_at(entries, (contract, stored.migration_id, index))):
+    if index is not None and (when := record.marked_at(stored.migration_id, index)):
         found.append(Mark(when, f"{stored.migration_id} op {index}"))
-    tables = {str(op.table).casefold()} | set(_earlier_names(str(op.table), entries))
-    for other in history:
+    tables = {str(op.table).casefold()} | set(record.earlier_names(str(op.table)))
+    for other in record.history:
         for number, candidate in enumerate(other.migration.ops, start=1):
             if (
                 str(candidate.table).casefold() in tables
                 and candidate.marks(gate.deprecated_by)
-                and (when := marked_at(entries, (contract, other.migration_id, number)))
+                and (when := record.marked_at(other.migration_id, number))
             ):
                 found.append(Mark(when, f"{other.migration_id} op {number}"))
-    for entry in entries:
-        if (
-            entry.status in _SET
-            and entry.ended_at is not None
-            and entry.table.casefold() in tables
-            and gate.deprecated_by
-            and f"'{gate.deprecated_by}'" in entry.sql
-            and entry.op_kind in ("mark_deprecated", "set_properties")
-        ):
-            found.append(Mark(entry.ended_at, f"{entry.migration_id} op {entry.op_index}"))
+    for done in record.property_set(tables, gate.deprecated_by or ""):
+        found.append(Mark(done.at, f"{done.migration_id} op {done.op_index}"))
     return min(found, key=lambda m: m.at, default=None)
 
 
@@ -141,18 +102,6 @@ def canonical_gate_objects(gate: Gate, op: Op, contract: str) -> tuple[str, ...]
             if name.startswith(logical + "."):
                 out.append(physical + name[len(logical) :])
     return tuple(dict.fromkeys(out))
-
-
-def _earlier_names(table: str, entries: Sequence[LedgerEntry]) -> list[str]:
-    renames = [(e.renamed_from.casefold(), e.table.casefold()) for e in entries if e.renamed_from]
-    names, current = [], table.casefold()
-    for _ in range(len(renames)):
-        older = next((old for old, new in renames if new == current and old not in names), None)
-        if older is None:
-            break
-        names.append(older)
-        current = older
-    return names
 
 
 def evaluate(

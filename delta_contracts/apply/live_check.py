@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Op
+from delta_contracts.plan.stored import StoredMigration
 from delta_contracts.plan.table_limits import refused_statements
 from delta_contracts.tables.drift import table_drift
 

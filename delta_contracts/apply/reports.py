@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from delta_contracts.plan.conditions import AllOf, Condition, NoRowsWhere, describe
-from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import PHASES, Op, Phase
+from delta_contracts.plan.stored import StoredMigration
 from delta_contracts.state import ledger as lg
 from delta_contracts.state.lease import DEFAULT_TTL
 from delta_contracts.tableid import TableId

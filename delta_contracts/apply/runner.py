@@ -10,21 +10,16 @@ Delta version it produced. Which ops run, and which wait or are held at their ga
 from __future__ import annotations
 
 import json
+import os
 import time
-from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from delta_contracts.apply.gates import (
-    canonical_gate_objects,
-    evaluate,
-    find_mark,
-    mark_in_commits,
-    under_later_names,
-)
+from delta_contracts.apply.gates import canonical_gate_objects, evaluate, find_mark, mark_in_commits
 from delta_contracts.apply.live_check import left_behind_by_copy, refused_by_live_tables
 from delta_contracts.apply.reports import (
     ApplyOptions,
@@ -50,13 +45,16 @@ from delta_contracts.engine.row_moves import BatchDone
 from delta_contracts.errors import InputError
 from delta_contracts.marks import STAMP_VERSION
 from delta_contracts.plan.catch_up import as_of
-from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Op
 from delta_contracts.sql import expressions as x
 from delta_contracts.state import ledger as lg
 from delta_contracts.state.lease import Lease
+from delta_contracts.state.record import TableRecord, open_ledger
 from delta_contracts.tableid import TableId
 from delta_contracts.telemetry.names import Names
+
+if TYPE_CHECKING:
+    from delta_contracts.contract.environments import NameMapping
 
 # Importers of the runner find what it reports here, as before.
 __all__ = [
@@ -94,38 +92,37 @@ class Runner:
     def __init__(self, engine: Engine, options: ApplyOptions) -> None:
         self.engine = engine
         self.options = options
-        self.ledger = lg.Ledger(engine.ledger_table())
-        self.user, self.host, self.pid = lg.who()
-        self.run_id = lg.now().strftime("%Y%m%dT%H%M%S") + f"-{self.pid}"
-        self.table_ledger = lg.ContractLedger(self.ledger, "", [])  # the current table's, see `_run_table`
-        # The current table's migrations: a drop's deprecation mark may be set by any of them.
-        self.history: Sequence[StoredMigration] = ()
+        self.ledger = open_ledger(engine)
+        self.run_id = lg.now().strftime("%Y%m%dT%H%M%S") + f"-{os.getpid()}"
+        self.record = TableRecord("", (), [], self.ledger)  # the current table's, see `apply_table`
         # In a held run (`held_runs`), after its catch-up: the table it filled and the version it left.
         self._caught_up: tuple[TableId, int] | None = None
 
-    @property
-    def entries(self) -> list[lg.LedgerEntry]:
-        """The current table's ledger rows, ours appended as we go."""
-        return self.table_ledger.entries
+    def open(self, root: Path, contract: str, names: NameMapping | None = None) -> TableRecord:
+        """The record of `contract` in this runner's ledger (its migrations under `root`, verified)."""
+        return TableRecord.open(root, contract, self.ledger, names)
 
     # -- one table -------------------------------------------------------------------------------------------
-    def apply_table(self, contract: str, history: Sequence[StoredMigration]) -> TableRun:
+    def apply_table(self, record: TableRecord) -> TableRun:
+        """Run the record's pending migrations; its ledger rows are re-read under the table's lease."""
+        contract = record.contract
         run = TableRun(contract)
         if self.options.dry_run:
-            self._run_table(run, contract, history)
+            self._run_table(run, record)
             return run
         lease = Lease(self.engine.state_dir, contract, ttl=self.options.lease_ttl)
         with lease:
             if lease.taken_over is not None:
                 run.takeover = lease.taken_over.describe()
-            self._run_table(run, contract, history, lease)
+            self._run_table(run, record, lease)
         return run
 
-    def _check_ledger_knows(self, contract: str, history: Sequence[StoredMigration]) -> None:
+    def _check_ledger_knows(self) -> None:
         """A ledger with no row of `contract` while one of its tables carries the toolkit's stamp was deleted,
         moved or is another one: without its rows no applied migration is checked against its checksum, and
         every op would run again. Refused, unless forced with a reason (recorded as a row of its own)."""
-        for name in sorted({stored.state.physical for stored in history}):
+        contract = self.record.contract
+        for name in sorted({stored.state.physical for stored in self.record.history}):
             live = self.engine.describe(name, with_version=False)
             stamped = live.properties.get(STAMP_VERSION) if live is not None else None
             if stamped is None:
@@ -140,38 +137,24 @@ class Runner:
                     "with, and without it changed migrations go unnoticed. Point the engine at the table's "
                     "ledger, or start a new one here with --force --reason"
                 )
-            at = lg.now()
-            entry = lg.LedgerEntry(
-                contract=contract,
-                migration_id="",
+            self.record.append_event(
+                "ledger_restarted",
                 table=str(name),
-                phase="",
-                op_index=0,
-                op_kind="ledger_restarted",
-                status=lg.Status.LEDGER_RESTARTED.value,
                 run_id=self.run_id,
-                user=self.user,
-                host=self.host,
-                pid=self.pid,
-                started_at=at,
-                ended_at=at,
                 reason=self.options.force_reason,
                 detail=why,
             )
-            self.table_ledger.append(entry)
             return
 
-    def _run_table(
-        self, run: TableRun, contract: str, history: Sequence[StoredMigration], lease: Lease | None = None
-    ) -> None:
+    def _run_table(self, run: TableRun, record: TableRecord, lease: Lease | None = None) -> None:
         from delta_contracts.contract.model import semver_tuple
 
-        self.table_ledger = self.ledger.of_contract(contract)
-        if not self.entries and not self.options.dry_run:
-            self._check_ledger_knows(contract, history)
-        self.history = history
-        self._verify_checksums(contract, history)
-        baseline = self.table_ledger.created_version()
+        # Read now that the lease is ours: the rows of a runner that held it before count.
+        self.record = record.refreshed()
+        contract, history = record.contract, record.history
+        if not self.record.rows and not self.options.dry_run:
+            self._check_ledger_knows()
+        self._verify_checksums()
         wanted = [
             m
             for m in history
@@ -181,12 +164,12 @@ class Runner:
         schedule = Schedule(contract, self.options.phases, self.options.force_reason, self._gate)
         for stored in wanted:
             ops = stored.migration.ops
-            if baseline is not None and semver_tuple(stored.migration.to_version) <= semver_tuple(baseline):
+            if self.record.before_baseline(stored):
                 for index, op in enumerate(ops, start=1):
                     superseded = OpInFlight(contract, stored, index, op)
                     self._emit(run, self._report(superseded, OpStatus.SUPERSEDED))
                 continue
-            done = self.table_ledger.done_ops(stored)
+            done = self.record.done_ops(stored)
             todo = [op for i, op in enumerate(ops, start=1) if i not in done]
             try:
                 self.engine.check_supported(todo)
@@ -263,9 +246,9 @@ class Runner:
         held = self._entry(flight, lg.Status.HELD, ended_at=lg.now(), detail=detail)
         self._record(held)
 
-    def _verify_checksums(self, contract: str, history: Sequence[StoredMigration]) -> None:
-        for stored in history:
-            recorded = self.table_ledger.recorded_checksum(stored.migration_id)
+    def _verify_checksums(self) -> None:
+        for stored in self.record.history:
+            recorded = self.record.recorded_checksum(stored.migration_id)
             current = lg.migration_checksum(stored.sql_path, stored.json_path)
             if recorded is not None and recorded != current:
                 raise ChecksumMismatchError(stored.json_path, recorded, current)
@@ -276,17 +259,17 @@ class Runner:
         gate = op.gated_by()
         if gate is None:
             return ()
-        mark = find_mark(flight, gate, self.history, self.entries)
+        mark = find_mark(flight, gate, self.record)
         if mark is None and self.engine.describe(op.table, with_version=False) is not None:
-            mark = mark_in_commits(self.history, gate, self.engine.history(op.table))
-        objects = under_later_names(canonical_gate_objects(gate, op, flight.contract), self.entries)
+            mark = mark_in_commits(self.record.history, gate, self.engine.history(op.table))
+        objects = self.record.under_later_names(canonical_gate_objects(gate, op, flight.contract))
         verdict = evaluate(
             replace(gate, objects=objects),
             marked=mark.at if mark else None,
             state_dir=self.engine.state_dir,
             now=self.options.clock(),
             freshness=self.options.readers_freshness,
-            names=Names.from_ledger(self.entries),
+            names=Names.from_ledger(self.record.rows),
         )
         return () if verdict.open else verdict.reasons or ("the gate is shut",)
 
@@ -321,28 +304,22 @@ class Runner:
 
     def _entry(self, flight: OpInFlight, status: lg.Status, **values: object) -> lg.LedgerEntry:
         op, stored = flight.op, flight.stored
-        entry = lg.LedgerEntry(
-            contract=flight.contract,
-            migration_id=stored.migration_id,
-            table=str(op.table),
-            phase=op.phase.value,
-            op_index=flight.index,
-            op_kind=op.kind,
-            op_checksum=lg.op_checksum(op),
-            status=status.value,
+        return lg.op_row(
+            flight.contract,
+            stored.migration_id,
+            flight.index,
+            op,
+            status,
             run_id=self.run_id,
             sql=op_sql(op),
             checksum=lg.migration_checksum(stored.sql_path, stored.json_path),
             engine=self.engine.name,
             to_version=stored.migration.to_version,
-            user=self.user,
-            host=self.host,
-            pid=self.pid,
+            **values,
         )
-        return replace(entry, **values)  # type: ignore[arg-type]
 
     def _record(self, *entries: lg.LedgerEntry) -> None:
-        self.table_ledger.append(*entries)
+        self.record.append(*entries)
 
     def _version(self, op: Op) -> int | None:
         return self.engine.table_version(op.table)
@@ -436,7 +413,7 @@ class Runner:
         op = flight.op
         mover = self.engine.row_mover(op)
         if mover is not None:
-            marks = self.table_ledger.batch_marks(flight.key, lg.op_checksum(op))
+            marks = self.record.batch_marks(flight.key, lg.op_checksum(op))
             batches = mover.plan(self.engine, op, self.options.batch_rows, marks)
             if batches is not None:
                 count = 0

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from delta_contracts.apply.reports import OpInFlight
-from delta_contracts.plan.migrations import StoredMigration
 from delta_contracts.plan.ops import Op, Phase
+from delta_contracts.plan.stored import StoredMigration
 from delta_contracts.tableid import TableId
 
 

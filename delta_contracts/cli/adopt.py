@@ -198,12 +198,8 @@ def _adopt(
 
     from delta_contracts.contract.lint import lint
     from delta_contracts.contract.load import parse_contract
-    from delta_contracts.plan.migrations import (
-        migration_files,
-        table_folder,
-        write_atomically,
-        write_migration,
-    )
+    from delta_contracts.paths import write_atomically
+    from delta_contracts.plan.migrations import migration_files, table_folder, write_migration
     from delta_contracts.tables.adopt import baseline, contract_data
 
     table = live.describe(found.physical)

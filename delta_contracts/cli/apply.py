@@ -70,14 +70,14 @@ def _ledger(
     with no engine started, or the catalog table contracts.yml names for `spark`/`connect` (through it)."""
     from delta_contracts.cli.common import choose_engine
     from delta_contracts.cli.tables import _open
-    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.record import open_ledger
 
     choice = choose_engine(contracts.project, engine, url, warehouse, conf or (), contracts.environment)
     if choice.ledger is None:
-        yield Ledger(choice.warehouse / "_delta_contracts")
+        yield open_ledger(choice.warehouse / "_delta_contracts")
         return
     with _open(contracts, engine, url, warehouse, conf=conf) as live:
-        yield Ledger(live.ledger_table())
+        yield open_ledger(live)
 
 
 def _line(report: OpReport) -> str:
@@ -458,13 +458,12 @@ def discard_command(
     from delta_contracts.cli.tables import _open
     from delta_contracts.contract.load import display_path
     from delta_contracts.state.lease import Lease
-    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.record import open_ledger
 
     contracts = load_valid_contracts([contracts_path], env)
     root = _migrations_root(contracts)
     with _open(contracts, engine, url, warehouse, conf=conf) as live, Lease(live.state_dir, contract_id):
-        ledger = Ledger(live.ledger_table())
-        done = discard(ledger, root, contract_id, migration_id, reason=reason, engine=live)
+        done = discard(open_ledger(live), root, contract_id, migration_id, reason=reason, engine=live)
     for table in done.dropped:
         print(f"dropped {table}: {migration_id} created it, and it never served a reader")
     for path in done.removed:

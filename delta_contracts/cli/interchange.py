@@ -23,7 +23,7 @@ def _emit(text: str, output: Path | None) -> None:
     if output is None:
         sys.stdout.write(text)
         return
-    from delta_contracts.plan.migrations import write_atomically
+    from delta_contracts.paths import write_atomically
 
     write_atomically(output, text)
     print(f"wrote {output}", file=sys.stderr)

@@ -8,11 +8,15 @@ import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from delta_contracts.apply.status import cell_summary
 from delta_contracts.cli.common import ContractSet, OutputFormat
 from delta_contracts.cli.errors import UsageError, report
 from delta_contracts.errors import InputError
+
+if TYPE_CHECKING:
+    from delta_contracts.state.record import Records
 
 # `status`'s rows of one environment (cli.tables.status_rows), passed in: this module sits below `status`.
 StatusRows = Callable[[ContractSet, None, None, None, "list[str] | None"], list[dict[str, object]]]
@@ -39,6 +43,10 @@ def matrix_cells(
         for row in rows:
             pending = row.get("pending") or []
             assert isinstance(pending, list)
+            record = (
+                waiting.of(str(row["contract"]), verified=False) if waiting is not None and pending else None
+            )
+            waits = {p["migration"]: record.waiting_for(p["migration"]) for p in pending} if record else {}
             cells.append(
                 {
                     "contract": row["contract"],
@@ -47,9 +55,7 @@ def matrix_cells(
                     "stamped": row.get("stamped"),
                     "pending": pending,
                     "waiting": [
-                        {"migration": p["migration"], "waits_for": waiting[(row["contract"], p["migration"])]}
-                        for p in pending
-                        if (row["contract"], p["migration"]) in waiting
+                        {"migration": migration, "waits_for": why} for migration, why in waits.items() if why
                     ],
                     **({"error": row["error"]} if "error" in row else {}),
                 }
@@ -60,49 +66,42 @@ def matrix_cells(
 def _unapplied(contracts: ContractSet) -> list[dict[str, object]]:
     """The rows of an environment on the local engine whose warehouse is not there yet (nothing was applied
     in it): every migration pending, nothing stamped. None for any other environment."""
-    from delta_contracts.apply.status import pending_migrations
     from delta_contracts.cli.common import migrations_root
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
+    from delta_contracts.state.record import Records
 
     settings = contracts.project.project.engine_settings(contracts.environment)
     if settings.name != "local" or (contracts.project.root / settings.warehouse).is_dir():
         return []
-    root = migrations_root(contracts)
+    records = Records(migrations_root(contracts), [], contracts.names)
     rows: list[dict[str, object]] = []
     for item in contracts.contracts:
         contract = item.contract
-        try:
-            history = load_history(table_folder(root, contract.id), contracts.names)
-        except IntegrityError as err:
-            rows.append({"contract": contract.id, "error": str(err)})
+        record = records.of(contract.id, verified=False)
+        if record.unreadable is not None:
+            rows.append({"contract": contract.id, "error": record.unreadable})
             continue
-        pending = [p.to_json() for p in pending_migrations(history, [], contract.id)]
+        pending = [p.to_json() for p in record.pending()]
         table = contracts.names.physical(contract.table_parts)
         rows.append({"contract": contract.id, "table": str(table), "stamped": None, "pending": pending})
     return rows
 
 
-def _waiting(contracts: ContractSet) -> dict[tuple[object, object], str]:
-    """What the latest run left each migration waiting for (the ledger's `held` rows), per environment."""
-    from delta_contracts.state.ledger import Ledger, Status
+def _waiting(contracts: ContractSet) -> Records | None:
+    """The records of an environment whose ledger is in its warehouse, for what the latest run left each
+    migration waiting for (its `held` rows); None for a catalog ledger (`status --env` reads it itself) or
+    one that cannot be read."""
+    from delta_contracts.cli.common import migrations_root
+    from delta_contracts.state.record import Records
     from delta_contracts.state.state_table import StateTableError
 
     settings = contracts.project.project.engine_settings(contracts.environment)
     if settings.name != "local" and settings.ledger is not None:
-        return {}  # a catalog ledger is read by `status --env` itself; the matrix reads warehouse ledgers
+        return None  # a catalog ledger is read by `status --env` itself; the matrix reads warehouse ledgers
     folder = Path(os.path.normpath(contracts.project.root / settings.warehouse)) / "_delta_contracts"
     try:
-        entries = Ledger(folder).entries()
+        return Records.open(migrations_root(contracts), folder, contracts.names)
     except StateTableError:
-        return {}
-    held: dict[tuple[object, object], str] = {}
-    for entry in entries:
-        key = (entry.contract, entry.migration_id)
-        if entry.status == Status.HELD:
-            held[key] = entry.detail
-        elif entry.status in {Status.SUCCEEDED, Status.FORCED} and key in held:
-            del held[key]
-    return held
+        return None
 
 
 def print_matrix(

@@ -15,7 +15,7 @@ from delta_contracts.cli.errors import EngineStartError
 
 if TYPE_CHECKING:
     from delta_contracts.apply.promotion import Promotion
-    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.record import Records
 
 
 @contextmanager
@@ -32,29 +32,30 @@ def promotion_of(contracts: ContractSet, migrations: Path) -> Iterator[Promotion
         return
     with ExitStack() as engines:
         earlier = [
-            Upstream(name, _ledger_of(contracts, name, engines), project.names_in(name))
+            Upstream(name, _records_of(contracts, name, migrations, engines))
             for name in project.promote[: project.promote.index(here)]
         ]
-        yield Promotion(here, earlier, migrations)
+        yield Promotion(here, earlier)
 
 
-def _ledger_of(contracts: ContractSet, name: str, engines: ExitStack) -> Ledger:
+def _records_of(contracts: ContractSet, name: str, migrations: Path, engines: ExitStack) -> Records:
+    """The records of environment `name`: its ledger, read now, and its names for tables."""
     from delta_contracts.cli.common import choose_engine
     from delta_contracts.contract.errors import first_line
     from delta_contracts.engine.select import open_engine
-    from delta_contracts.state.ledger import Ledger
+    from delta_contracts.state.record import Records
 
+    names = contracts.project.project.names_in(name)
     choice = choose_engine(contracts.project, None, None, None, (), name)
     if choice.ledger is None:
-        return Ledger(choice.warehouse / "_delta_contracts")
+        return Records.open(migrations, choice.warehouse / "_delta_contracts", names)
     print(
         f"promote: reading the ledger of {name} ({choice.ledger}) through its {choice.name} engine",
         file=sys.stderr,
     )
     try:
         live = engines.enter_context(open_engine(choice))
-        ledger = Ledger(live.ledger_table())
-        ledger.entries([])  # readable now, or said now (not halfway through the run)
+        records = Records.open(migrations, live, names)  # readable now, or said now (not halfway through)
     except Exception as err:  # the engine could not start (StateTableError: the table is unreadable)
         raise EngineStartError(
             f"promote: cannot read the ledger of {name}, the catalog table {choice.ledger}, through "
@@ -62,4 +63,4 @@ def _ledger_of(contracts: ContractSet, name: str, engines: ExitStack) -> Ledger:
             f"`apply --env {contracts.environment}` where {name}'s engine can be reached (its url, "
             f"credentials and catalog), or keep {name}'s ledger in its warehouse (no `ledger:`)"
         ) from None
-    return ledger
+    return records

@@ -22,12 +22,12 @@ from delta_contracts.cli.common import (
 from delta_contracts.cli.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
     from delta_contracts.live import LiveTable
-    from delta_contracts.state.ledger import LedgerEntry
+    from delta_contracts.state.record import Records, TableRecord
     from delta_contracts.tableid import TableId
     from delta_contracts.tables.drift import DriftItem
 
@@ -81,58 +81,31 @@ def _open(
     return start_engine(choice, allow_rewrite=allow_rewrite, jars_hint=True)
 
 
-def _ledger_entries(live: Engine) -> list[LedgerEntry]:
-    """Every ledger row; an unreadable ledger ends the command (StateTableError, exit 2) with its name and
-    why."""
-    from delta_contracts.state.ledger import Ledger
-
-    return Ledger(live.ledger_table()).entries()
-
-
-def _physical(contracts: ContractSet, contract: Contract) -> tuple[TableId, str | None]:
-    """Where the contract's data lives: the last planned migration says, else the contract itself.
-
-    The second value is why the migrations could not be read (a tampered or unreadable folder), if so."""
+def _records(contracts: ContractSet, live: Engine) -> Records:
+    """The contracts' records in the engine's ledger, read once; an unreadable ledger ends the command
+    (StateTableError, exit 2) with its name and why."""
     from delta_contracts.cli.common import migrations_root
-    from delta_contracts.plan.environment import planned_table
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
+    from delta_contracts.state.record import Records
 
-    folder = table_folder(migrations_root(contracts), contract.id)
-    try:
-        verify(folder)
-        history = load_history(folder, contracts.names)
-    except IntegrityError as err:
-        return planned_table(contract, contracts.names), str(err)
-    return (history[-1].state.physical if history else planned_table(contract, contracts.names)), None
+    return Records.open(migrations_root(contracts), live, contracts.names)
 
 
 def _contract_live_table_is_at(
-    contracts: ContractSet,
-    contract: Contract,
-    table: LiveTable | None,
-    entries: Sequence[LedgerEntry],
-    physical: TableId,
+    record: TableRecord, contract: Contract, table: LiveTable | None, physical: TableId
 ) -> tuple[Contract, list[DriftItem], tuple[str, ...] | None]:
     """The contract a live table must match, what is pending, and the column order its migrations made up to
     that contract (None when they did not make the table). While a planned migration has not finished (a
     versioned cutover waiting behind a held drop, say), the table is still at the version it is stamped
     with: what the later contract changes is pending, not drift. The pending migrations are reported, with
     why they wait (the ledger's `held` rows), as information."""
-    from delta_contracts.apply.status import pending_migrations
-    from delta_contracts.cli.common import migrations_root
     from delta_contracts.marks import STAMP_VERSION
     from delta_contracts.plan.column_order import history_order
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
-    from delta_contracts.state.ledger import Status
     from delta_contracts.tables.drift import DriftItem
 
-    folder = table_folder(migrations_root(contracts), contract.id)
-    try:
-        verify(folder)
-        history = load_history(folder, contracts.names)
-    except IntegrityError:
-        return contract, [], None  # `_physical` reports the unreadable folder
-    pending = pending_migrations(history, entries, contract.id)
+    if record.unreadable is not None:
+        return contract, [], None  # reported as a drift item of its own
+    history = record.history
+    pending = record.pending()
     stamped = None if table is None else table.properties.get(STAMP_VERSION)
     made = history_order(history, stamped or contract.version, physical)
     if not pending or stamped is None or stamped == contract.version:
@@ -143,14 +116,8 @@ def _contract_live_table_is_at(
     items = []
     to_version = {stored.migration_id: stored.migration.to_version for stored in history}
     for waiting in pending:
-        held = [
-            e.detail
-            for e in entries
-            if e.contract == contract.id
-            and e.migration_id == waiting.migration_id
-            and e.status == Status.HELD
-        ]
-        why = f"; waiting: {held[-1]}" if held and held[-1] else ""
+        held = record.waiting_for(waiting.migration_id)
+        why = f"; waiting: {held}" if held else ""
         message = (
             f"migration {waiting.migration_id} to {to_version[waiting.migration_id]} pending (phases "
             f"{', '.join(waiting.phases)} not finished){why}; the table is at {stamped}: what a pending "
@@ -240,10 +207,8 @@ def drift_command(
 
     While a planned migration has not finished, the table is compared with the contract it is stamped at and
     the migration is reported as pending, with why it waits: pending is not drift."""
-    from delta_contracts.apply.status import live_physical
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.quality.read import unreadable_view
-    from delta_contracts.state.ledger import claimed
     from delta_contracts.tables.drift import (
         DriftItem,
         alias_drift,
@@ -256,33 +221,30 @@ def drift_command(
     report: list[dict[str, object]] = []
     drifted = False
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
-        entries = _ledger_entries(live)
+        records = _records(contracts, live)
         views = live.views()
         describe = _described(live)
         for item in contracts.contracts:
-            planned, unreadable = _physical(contracts, item.contract)
-            physical = live_physical(
-                contracts.names.physical(item.contract.table_parts),
-                planned,
-                views,
-                lambda t: describe(t) is not None,
-            )
+            record = records.of(item.contract.id)
+            where = record.location(item.contract, views, lambda t: describe(t) is not None)
+            physical = where.current
             table = describe(physical)
-            expected, pending, order = _contract_live_table_is_at(
-                contracts, item.contract, table, entries, physical
-            )
+            expected, pending, order = _contract_live_table_is_at(record, item.contract, table, physical)
             items = [*pending, *table_drift(expected, table, physical, order)]
-            if unreadable is not None:
-                items.insert(0, DriftItem("migrations", "", None, None, unreadable))
-            items += alias_drift(
-                expected, physical, views, contracts.names.physical(item.contract.table_parts)
-            )
+            if record.unreadable is not None:
+                items.insert(0, DriftItem("migrations", "", None, None, record.unreadable))
+            items += alias_drift(expected, physical, views, where.read)
             items += compatibility_drift(expected, views, lambda v: unreadable_view(live, v))
             if table is not None:
-                adopted = _adopted_at(contracts, item.contract)
+                adopted = _adopted_at(record)
 
-                def is_toolkit(version: int, name: TableId = physical, adopted: int = adopted) -> bool:
-                    return version <= adopted or claimed(entries, name, version)
+                def is_toolkit(
+                    version: int,
+                    name: TableId = physical,
+                    adopted: int = adopted,
+                    record: TableRecord = record,
+                ) -> bool:
+                    return version <= adopted or record.claimed(name, version)
 
                 items += commit_drift(live.history(physical), is_toolkit)
             drifted |= any(i.is_drift for i in items)
@@ -358,36 +320,31 @@ def status_rows(
     conf: list[str] | None,
 ) -> list[dict[str, object]]:
     """`status`'s row per contract in the contract set's environment."""
-    from delta_contracts.apply.status import live_physical, pending_migrations
-    from delta_contracts.cli.common import migrations_root
     from delta_contracts.marks import STAMP_VERSION
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
     from delta_contracts.quality.read import unreadable_view
     from delta_contracts.tables.drift import compatibility_drift, write_target
 
-    root = migrations_root(contracts)
     rows: list[dict[str, object]] = []
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
-        entries = _ledger_entries(live)
+        records = _records(contracts, live)
         views = live.views()
         describe = _described(live)
         for item in contracts.contracts:
             contract = item.contract
-            try:
-                verify(table_folder(root, contract.id))
-                history = load_history(table_folder(root, contract.id), contracts.names)
-            except IntegrityError as err:
-                rows.append({"contract": contract.id, "version": contract.version, "error": str(err)})
+            record = records.of(contract.id)
+            if record.unreadable is not None:
+                rows.append(
+                    {"contract": contract.id, "version": contract.version, "error": record.unreadable}
+                )
                 continue
-            planned = history[-1].state.physical if history else _physical(contracts, contract)[0]
-            table = describe(planned)
             # The stamp is the live table's: behind the alias view, or of the contract's name (a migration to
             # the planned table may be pending).
-            alias = contracts.names.physical(contract.table_parts)
-            current = live_physical(alias, planned, views, lambda t: describe(t) is not None)
+            where = record.location(contract, views, lambda t: describe(t) is not None)
+            planned, current, alias = where.planned, where.current, where.read
+            table = describe(planned)
             serving = table if current == planned else describe(current)
             stamped = serving.properties.get(STAMP_VERSION) if serving else None
-            pending = [p.to_json() for p in pending_migrations(history, entries, contract.id)]
+            pending = [p.to_json() for p in record.pending()]
             # The table named is the live one, whose stamp is shown; the planned one a pending versioned
             # migration is filling is the next, with its own state (it has no stamp before its cutover).
             upcoming: dict[str, object] | None = None
@@ -441,16 +398,11 @@ def _print_status(rows: list[dict[str, object]], fmt: OutputFormat) -> None:
                 print(f"  ✗ {broken}")
 
 
-def _adopted_at(contracts: ContractSet, contract: Contract) -> int:
+def _adopted_at(record: TableRecord) -> int:
     """The table version before which commits predate the contract (an adopted table's), else -1."""
-    from delta_contracts.cli.common import migrations_root
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
     from delta_contracts.tables.adopt import adopted_at_version
 
-    try:
-        history = load_history(table_folder(migrations_root(contracts), contract.id), contracts.names)
-    except IntegrityError:
-        return -1
+    history = record.history
     if not history or "_baseline_" not in history[0].migration_id:
         return -1
     found = adopted_at_version(history[0].json_path)

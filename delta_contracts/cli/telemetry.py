@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
     from delta_contracts.engine.select import EngineChoice
-    from delta_contracts.state.ledger import LedgerEntry
     from delta_contracts.telemetry.sources import SourceSpec
 
 telemetry_app = typer.Typer(
@@ -226,7 +225,7 @@ def report_command(
     state = _choice(environment, None, None, warehouse).warehouse / "_delta_contracts"
     known = watched(loaded)
     # An older version's table is deprecated once its cutover marked it (the ledger says), not before.
-    unmarked = unmarked_in_ledger(_ledger_rows(state))
+    unmarked = unmarked_in_ledger(state)
     # One name per object, as the gate names it: the physical table that held the data (telemetry.names).
     rows, deprecated, consumers = canonical_input(
         read_rows(state),
@@ -269,7 +268,7 @@ def retire_command(
 ) -> None:
     """Retire a source nobody will collect again (a one-off export): the gate stops requiring it to be fresh
     and to cover the window; the reads it logged still count. Collecting it again brings it back."""
-    from delta_contracts.state.ledger import who
+    from delta_contracts.state.state_table import who
     from delta_contracts.telemetry.log import RetireError, retire_source
 
     state = _choice(_contracts(contracts, env)[1], None, None, warehouse).warehouse / "_delta_contracts"
@@ -354,14 +353,3 @@ def _since(text: str | None) -> datetime | None:
         return datetime.fromisoformat(text).replace(tzinfo=UTC)
     except ValueError:  # int() or fromisoformat(): the text is no date and no number of days
         raise UsageError(f"--since {text!r}: use YYYY-MM-DD or a number of days like 30d") from None
-
-
-def _ledger_rows(state: Path) -> list[LedgerEntry]:
-    """The ledger's rows in a state folder; none when there is no ledger (or it cannot be read)."""
-    from delta_contracts.state.ledger import Ledger
-    from delta_contracts.state.state_table import StateTableError
-
-    try:
-        return Ledger(state).entries()
-    except (StateTableError, OSError):
-        return []

@@ -11,7 +11,7 @@ from delta_contracts.plan.ops import Op
 from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
-    from delta_contracts.plan.migrations import StoredMigration
+    from delta_contracts.plan.stored import StoredMigration
 
 
 def replayed_order(ops: Iterable[Op], table: TableId) -> tuple[str, ...] | None:

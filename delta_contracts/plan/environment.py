@@ -16,7 +16,7 @@ from delta_contracts.sql.expressions import reading_table
 from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:  # plan.migrations reads a history through this module
-    from delta_contracts.plan.migrations import StoredMigration
+    from delta_contracts.plan.stored import StoredMigration
 
 # The fields of ops that hold a predicate which may read another table by name (`left_behind`'s NOT EXISTS
 # over the new table, `rejects`'s duplicated-key subquery): their table references are renamed too.

@@ -11,20 +11,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.errors import InputError
-from delta_contracts.paths import inside
+from delta_contracts.paths import inside, write_atomically
 from delta_contracts.plan.ops import Migration
 from delta_contracts.plan.planner import TableState, plan
 from delta_contracts.plan.serialize import migration_from_data, migration_to_data
 from delta_contracts.plan.sqlfile import render_sql_file
+from delta_contracts.plan.stored import StoredMigration
 from delta_contracts.tableid import TableId
 from delta_contracts.target import Target
 
@@ -42,17 +41,6 @@ class IntegrityError(InputError):
     def __init__(self, path: Path, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
-
-
-@dataclass(frozen=True)
-class StoredMigration:
-    migration_id: str  # NNNN_<slug>
-    migration: Migration
-    contract: Contract
-    state: TableState
-    target: Target
-    sql_path: Path
-    json_path: Path
 
 
 @dataclass(frozen=True)
@@ -188,18 +176,6 @@ def next_migration(history: list[StoredMigration], contract: Contract, target: T
     return PlannedFiles(migration_id, migration, files)
 
 
-def write_atomically(path: Path, content: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_migration(folder: Path, planned: PlannedFiles) -> list[Path]:
     """Write the migration's files, then the sum; a crash in between leaves a sum mismatch, not a lie."""
     written = []
@@ -207,5 +183,10 @@ def write_migration(folder: Path, planned: PlannedFiles) -> list[Path]:
         path = inside(folder, name)
         write_atomically(path, content)
         written.append(path)
-    write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))
+    rewrite_sum(folder)
     return written
+
+
+def rewrite_sum(folder: Path) -> None:
+    """`migrations.sum` made again from the folder's files as they are now (`rehash`, `discard`)."""
+    write_atomically(folder / SUM_FILE, compute_sum(folder, migration_files(folder)))

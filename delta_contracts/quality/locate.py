@@ -6,8 +6,8 @@ from pathlib import Path
 
 from delta_contracts.contract.model import Contract
 from delta_contracts.errors import InputError
-from delta_contracts.plan.migrations import StoredMigration, load_history, table_folder
-from delta_contracts.plan.planner import initial_state
+from delta_contracts.plan.stored import StoredMigration
+from delta_contracts.state.record import TableRecord
 from delta_contracts.tableid import TableId
 
 
@@ -17,15 +17,11 @@ class ContractNotFoundError(InputError, LookupError):
 
 def history_of(contract_id: str, migrations_root: Path | None) -> list[StoredMigration]:
     """The table's committed migrations, oldest first ([] without a migrations folder for it)."""
-    if migrations_root is None:
-        return []
-    folder = table_folder(migrations_root, contract_id)
-    return load_history(folder) if folder.is_dir() else []
+    return list(TableRecord.open(migrations_root, contract_id, verified=False).history)
 
 
 def physical_table(contract: Contract, migrations_root: Path | None = None) -> TableId:
-    history = history_of(contract.id, migrations_root)
-    return history[-1].state.physical if history else initial_state(contract).physical
+    return TableRecord.open(migrations_root, contract.id, verified=False).planned_table(contract)
 
 
 def resolve_contract(contract: Contract | str | Path, contracts: Path | None = None) -> Contract:

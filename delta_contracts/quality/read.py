@@ -32,7 +32,7 @@ from delta_contracts.tableid import TableId
 
 if TYPE_CHECKING:
     from delta_contracts.engine.base import Engine
-    from delta_contracts.plan.migrations import StoredMigration
+    from delta_contracts.plan.stored import StoredMigration
 
 _SPEC = re.compile(r"^\s*(\^|~|=)?\s*(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?\s*$")
 

@@ -18,7 +18,6 @@ from delta_contracts.contract.model import Contract
 from delta_contracts.errors import FailedError, InputError
 from delta_contracts.live import LiveTable, held_until
 from delta_contracts.marks import HOLD
-from delta_contracts.plan.planner import initial_state
 from delta_contracts.quality import sink
 from delta_contracts.quality.enforce import Mode, enforce
 from delta_contracts.quality.locate import resolve_contract
@@ -128,14 +127,12 @@ def write_table(engine: Engine, model: Contract) -> TableId:
     reads — after a versioned cutover `<table>__v<major>`, whatever the contract itself declares. Never an
     older version's table still waiting for its drop: rows written there after the cutover would not be
     served, and would go with it."""
-    from delta_contracts.apply.status import live_physical
+    from delta_contracts.state.record import TableRecord
 
-    planned = initial_state(model).physical
-    current = live_physical(
-        model.table_parts,
-        planned,
-        engine.views(),
-        lambda t: engine.describe(t, with_version=False) is not None,
+    current = (
+        TableRecord(model.id, ())
+        .location(model, engine.views(), lambda t: engine.describe(t, with_version=False) is not None)
+        .current
     )
     if engine.describe(current, with_version=False) is None:
         raise ContractTableMissingError(

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from delta_contracts.contract.load import LoadedContract, LoadedProject
     from delta_contracts.diff.history import ContractVersion
     from delta_contracts.engine.base import Engine
-    from delta_contracts.state.ledger import LedgerEntry
+    from delta_contracts.state.record import Records, TableRecord
     from delta_contracts.tables.drift import DriftItem
     from delta_contracts.telemetry.coverage import Coverage
     from delta_contracts.telemetry.report import ObjectReport
@@ -118,7 +118,7 @@ def gather(
     names = names or NameMapping()
     now = now or datetime.now(UTC)
     state_dir = warehouse / "_delta_contracts"
-    entries, ledger_note = _ledger(engine, state_dir)
+    records, ledger_note = _ledger(engine, state_dir, project, names)
     rows, readers_note = _reader_rows(state_dir)
     recorded = _validation(validation)
     sources = {"ledger": ledger_note, "readers log": readers_note}
@@ -128,8 +128,9 @@ def gather(
     pages = []
     for loaded in sorted(contracts, key=lambda c: c.contract.id):
         contract = loaded.contract
-        migrations, error = _migrations(project, contract.id, entries, state_dir, now, names)
-        drift, live = _live(engine, project, loaded, entries, names) if engine is not None else (None, None)
+        record = records.of(contract.id)
+        migrations, error = _migrations(project, record, state_dir, now)
+        drift, live = _live(engine, loaded, record, names) if engine is not None else (None, None)
         pages.append(
             TablePage(
                 loaded,
@@ -137,7 +138,7 @@ def gather(
                 contract_history(loaded.path, project),
                 migrations,
                 error,
-                _deprecations(loaded, entries, project, names),
+                _deprecations(loaded, record, names),
                 _readers(loaded, rows, names, _coverage(project, loaded, state_dir, now)),
                 drift,
                 live,
@@ -147,22 +148,25 @@ def gather(
     return Site(pages, now, sources)
 
 
-def _ledger(engine: Engine | None, state_dir: Path) -> tuple[list[LedgerEntry] | None, str]:
-    from delta_contracts.state.ledger import Ledger
+def _ledger(
+    engine: Engine | None, state_dir: Path, project: LoadedProject, names: NameMapping
+) -> tuple[Records, str]:
+    """The tables' records, from the engine's ledger or the one in the warehouse; a ledger that is not there
+    or cannot be read leaves them without rows (their ops' states unknown), and the note says why."""
+    from delta_contracts.state.record import Records
     from delta_contracts.state.state_table import StateTableError
 
-    if engine is not None:
-        table = engine.ledger_table()
-        try:
-            return Ledger(table).entries(), f"ledger {table.where}"
-        except StateTableError as err:
-            return None, f"ledger unreadable: {err}"
-    if not (state_dir / "ledger").is_dir():
-        return None, f"no ledger at {state_dir / 'ledger'} (give --warehouse, or --engine)"
+    root = project.root / project.project.migrations
+    if engine is None and not (state_dir / "ledger").is_dir():
+        return Records(
+            root, None, names
+        ), f"no ledger at {state_dir / 'ledger'} (give --warehouse, or --engine)"
     try:
-        return Ledger(state_dir).entries(), f"ledger {shown(state_dir / 'ledger')}"
+        records = Records.open(root, engine if engine is not None else state_dir, names)
     except StateTableError as err:
-        return None, f"ledger unreadable: {err}"
+        return Records(root, None, names), f"ledger unreadable: {err}"
+    where = records.ledger.where if engine is not None and records.ledger else shown(state_dir / "ledger")
+    return records, f"ledger {where}"
 
 
 def _reader_rows(state_dir: Path) -> tuple[list[dict[str, object]], str]:
@@ -198,50 +202,37 @@ def _validation(path: Path | None) -> dict[str, dict[str, Any]]:
 
 
 def _migrations(
-    project: LoadedProject,
-    contract_id: str,
-    entries: list[LedgerEntry] | None,
-    state_dir: Path,
-    now: datetime,
-    names: NameMapping,
+    project: LoadedProject, record: TableRecord, state_dir: Path, now: datetime
 ) -> tuple[list[MigrationState], str]:
-    from delta_contracts.apply.gates import evaluate, mark_of, marked_at, under_later_names
-    from delta_contracts.contract.model import duration, semver_tuple
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder, verify
-    from delta_contracts.state import ledger as lg
+    from delta_contracts.apply.gates import evaluate, mark_of
+    from delta_contracts.contract.model import duration
 
-    folder = table_folder(project.root / project.project.migrations, contract_id)
-    try:
-        verify(folder)
-        history = load_history(folder, names)
-    except IntegrityError as err:
-        return [], str(err)
+    if record.unreadable is not None:
+        return [], record.unreadable
     freshness = duration(project.project.telemetry.freshness)
-    status = lg.op_status(entries) if entries is not None else {}
-    baseline = lg.created_version(entries, contract_id) if entries is not None else None
     out = []
-    for stored in history:
+    for stored in record.history:
         migration = stored.migration
-        skipped = baseline is not None and semver_tuple(migration.to_version) <= semver_tuple(baseline)
+        skipped = record.before_baseline(stored)
         ops = []
         for index, op in enumerate(migration.ops, start=1):
-            last = status.get((contract_id, stored.migration_id, index))
+            last = record.last_final(stored.migration_id, index)
             why: tuple[str, ...] = ()
-            if entries is None:
+            if not record.known:
                 state = UNKNOWN
             elif skipped:
                 state = NOT_NEEDED
-                why = (f"the table was created at {baseline}",)
-            elif last is not None and last.status in lg.DONE:
+                why = (f"the table was created at {record.baseline}",)
+            elif last is not None and last.done:
                 state = APPLIED
-                why = (f"forced: {last.reason}",) if last.status == lg.Status.FORCED else ()
-            elif last is not None and last.status == lg.Status.FAILED:
+                why = (f"forced: {last.reason}",) if last.forced else ()
+            elif last is not None:  # the latest final row of an op not done: it failed
                 state, why = FAILED, (last.error,)
             elif (gate := op.gated_by()) is not None:
                 mark = mark_of(migration.ops, op, gate)
-                when = marked_at(entries, (contract_id, stored.migration_id, mark)) if mark else None
+                when = record.marked_at(stored.migration_id, mark) if mark else None
                 verdict = evaluate(
-                    replace(gate, objects=under_later_names(gate.objects, entries)),
+                    replace(gate, objects=record.under_later_names(gate.objects)),
                     marked=when,
                     state_dir=state_dir,
                     now=now,
@@ -264,18 +255,13 @@ def _migrations(
     return out, ""
 
 
-def _deprecations(
-    loaded: LoadedContract, entries: list[LedgerEntry] | None, project: LoadedProject, names: NameMapping
-) -> list[Deprecation]:
+def _deprecations(loaded: LoadedContract, record: TableRecord, names: NameMapping) -> list[Deprecation]:
     """Deprecated columns and the names a rename left behind; the mark's time from the ledger."""
     from delta_contracts.contract.model import Versioning, duration, semver_tuple
-    from delta_contracts.plan.ops import MarkDeprecated
 
     contract = loaded.contract
     window = contract.evolution.deprecation_window
-    marks: dict[str, datetime] = {}
-    if entries is not None:
-        marks = _mark_times(project, contract.id, entries, MarkDeprecated, names)
+    marks = _mark_times(record)
     found = []
     table = str(names.physical(contract.table_parts)).casefold()
     for column in contract.columns:
@@ -297,26 +283,18 @@ def _deprecations(
     return out
 
 
-def _mark_times(
-    project: LoadedProject, contract_id: str, entries: list[LedgerEntry], kind: type, names: NameMapping
-) -> dict[str, datetime]:
+def _mark_times(record: TableRecord) -> dict[str, datetime]:
     """Column (or deprecated table) -> when the toolkit first set its deprecation mark: the first succeeded
     mark op in the ledger."""
-    from delta_contracts.apply.gates import marked_at
     from delta_contracts.marks import DEPRECATED_COLUMNS, DEPRECATED_TABLE
-    from delta_contracts.plan.migrations import IntegrityError, load_history, table_folder
 
-    try:
-        history = load_history(table_folder(project.root / project.project.migrations, contract_id), names)
-    except IntegrityError:
-        return {}
     out: dict[str, datetime] = {}
-    for stored in history:
+    for stored in record.history:
         for index, op in enumerate(stored.migration.ops, start=1):
-            if not isinstance(op, kind):
+            if not (op.marks(DEPRECATED_TABLE) or op.marks(DEPRECATED_COLUMNS)):
                 continue
             properties = dict(op.properties)  # type: ignore[attr-defined]
-            when = marked_at(entries, (contract_id, stored.migration_id, index))
+            when = record.marked_at(stored.migration_id, index)
             if when is None:
                 continue
             if properties.get(DEPRECATED_TABLE, "").casefold() == "true":
@@ -361,37 +339,23 @@ def _readers(
 
 
 def _live(
-    engine: Engine,
-    project: LoadedProject,
-    loaded: LoadedContract,
-    entries: list[LedgerEntry] | None,
-    names: NameMapping,
+    engine: Engine, loaded: LoadedContract, record: TableRecord, names: NameMapping
 ) -> tuple[list[DriftItem], dict[str, str]]:
-    from delta_contracts.apply.status import live_physical
     from delta_contracts.marks import STAMP_VERSION
     from delta_contracts.plan.column_order import history_order
-    from delta_contracts.plan.migrations import IntegrityError, StoredMigration, load_history, table_folder
-    from delta_contracts.plan.planner import initial_state
-    from delta_contracts.state.ledger import claimed
     from delta_contracts.tables.drift import alias_drift, commit_drift, table_drift
 
     contract = loaded.contract
-    history: list[StoredMigration] = []
-    try:
-        history = load_history(table_folder(project.root / project.project.migrations, contract.id), names)
-        planned = history[-1].state.physical if history else names.physical(initial_state(contract).physical)
-    except IntegrityError:
-        planned = names.physical(initial_state(contract).physical)
+    history = record.history
     views = engine.views()
-    alias = names.physical(contract.table_parts)
-    physical = live_physical(alias, planned, views, lambda t: engine.describe(t) is not None)
+    where = record.location(contract, views, lambda t: engine.describe(t) is not None)
+    physical = where.current
     table = engine.describe(physical)
     stamped = None if table is None else table.properties.get(STAMP_VERSION)
     order = history_order(history, stamped or contract.version, physical) if history else None
-    items = table_drift(contract, table, physical, order) + alias_drift(contract, physical, views, alias)
+    items = table_drift(contract, table, physical, order) + alias_drift(contract, physical, views, where.read)
     if table is not None:
-        known = entries or []
-        items += commit_drift(engine.history(physical), lambda v: claimed(known, physical, v))
+        items += commit_drift(engine.history(physical), lambda v: record.claimed(physical, v))
     live = {
         "table": str(physical),
         "exists": "yes" if table is not None else "no",

@@ -25,8 +25,8 @@ from typing import Any
 
 from delta_contracts.errors import TableHeldError
 from delta_contracts.paths import inside
-from delta_contracts.state.ledger import storage_errors, who
-from delta_contracts.state.state_table import snapshot_rows
+from delta_contracts.state.ledger import storage_errors
+from delta_contracts.state.state_table import snapshot_rows, who
 
 LEASES_DIR = "leases"
 DEFAULT_TTL = timedelta(minutes=30)

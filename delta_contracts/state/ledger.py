@@ -13,11 +13,8 @@ tell drift which commits are ours.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
-import os
-import socket
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
@@ -28,11 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from delta_contracts.contract.errors import first_line
 from delta_contracts.paths import inside
-from delta_contracts.state.state_table import PathStateTable, StateTable, StateTableError
-from delta_contracts.tableid import TableId
+from delta_contracts.state.state_table import PathStateTable, StateTable, StateTableError, who
 
 if TYPE_CHECKING:
-    from delta_contracts.plan.migrations import StoredMigration
     from delta_contracts.plan.ops import Op
 
 LEDGER_DIR = "ledger"
@@ -101,6 +96,16 @@ class LedgerEntry:
     def key(self) -> tuple[str, str, int]:
         return (self.contract, self.migration_id, self.op_index)
 
+    @property
+    def done(self) -> bool:
+        """The op finished: it succeeded, was found done (skipped) or was forced past its gate."""
+        return self.status in DONE
+
+    @property
+    def forced(self) -> bool:
+        """The op ran past its shut gate, with `reason`."""
+        return self.status == Status.FORCED
+
 
 def _schema() -> Any:
     import pyarrow as pa
@@ -119,42 +124,63 @@ def _schema() -> Any:
     return pa.schema([pa.field(f.name, types.get(f.name, pa.string())) for f in fields(LedgerEntry)])
 
 
-def who() -> tuple[str, str, int]:
-    """The user, host and process recorded with every row."""
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):  # no passwd entry (containers)
-        user = str(os.getuid())
-    return user, socket.gethostname(), os.getpid()
-
-
 def now() -> datetime:
     return datetime.now(UTC)
 
 
-def contract_event(
-    contract: str, op_kind: str, status: Status, *, migration_id: str = "", reason: str = "", **values: Any
-) -> LedgerEntry:
-    """A row about a contract's migrations as a whole, no op of theirs (a rehash, a discard, a broken lease,
-    a forced promotion): by whom and when, now; `values`: the row's other fields."""
+# The rows about a contract's migrations as a whole, no op of theirs: their kind and status.
+EVENTS = {
+    "rehash": Status.REHASHED,
+    "discard": Status.DISCARDED,
+    "break_lease": Status.LEASE_BROKEN,
+    "promotion": Status.PROMOTION_FORCED,
+    "ledger_restarted": Status.LEDGER_RESTARTED,
+}
+
+
+def event_row(contract: str, kind: str, *, table: str = "", **values: Any) -> LedgerEntry:
+    """A row about a contract's migrations as a whole (`EVENTS`: a rehash, a discard, a broken lease, a
+    forced promotion, a restarted ledger): by whom and when, now; `table` the one it concerns (the
+    contract's, unless given); `values`: the row's other fields."""
     user, host, pid = who()
     at = now()
     return LedgerEntry(
         contract=contract,
-        migration_id=migration_id,
-        table=contract,
+        migration_id=values.pop("migration_id", ""),
+        table=table or contract,
         phase="",
         op_index=0,
-        op_kind=op_kind,
-        status=status.value,
+        op_kind=kind,
+        status=EVENTS[kind].value,
         user=user,
         host=host,
         pid=pid,
         started_at=at,
         ended_at=at,
-        reason=reason,
         **values,
     )
+
+
+def op_row(
+    contract: str, migration_id: str, index: int, op: Op, status: Status, **values: Any
+) -> LedgerEntry:
+    """A row about one op of a migration (`index` from 1): what it is, by whom; `values`: the row's other
+    fields (when, how it ran, the versions it saw and made)."""
+    user, host, pid = who()
+    base = LedgerEntry(
+        contract=contract,
+        migration_id=migration_id,
+        table=str(op.table),
+        phase=op.phase.value,
+        op_index=index,
+        op_kind=op.kind,
+        op_checksum=op_checksum(op),
+        status=status.value,
+        user=user,
+        host=host,
+        pid=pid,
+    )
+    return replace(base, **values)
 
 
 @contextmanager
@@ -216,33 +242,6 @@ class Ledger:
         ordered = sorted(out, key=lambda e: (e.recorded_at or epoch, e.seq))
         return ordered if retracted else current(ordered)
 
-    def of_contract(self, contract: str) -> ContractLedger:
-        """One contract's rows, read now, with the rows a runner appends kept in step."""
-        return ContractLedger(self, contract, self.entries([contract]))
-
-
-class ContractLedger:
-    """The ledger as one table's runner sees it: that contract's rows, ours appended as we go."""
-
-    def __init__(self, ledger: Ledger, contract: str, entries: list[LedgerEntry]) -> None:
-        self.ledger, self.contract, self.entries = ledger, contract, entries
-
-    def append(self, *entries: LedgerEntry) -> None:
-        self.ledger.append(entries)
-        self.entries.extend(entries)
-
-    def done_ops(self, stored: StoredMigration) -> set[int]:
-        return done_ops(self.entries, self.contract, stored)
-
-    def batch_marks(self, key: tuple[str, str, int], checksum: str = "") -> list[dict[str, Any]]:
-        return batch_marks(self.entries, key, checksum)
-
-    def recorded_checksum(self, migration_id: str) -> str | None:
-        return recorded_checksum(self.entries, self.contract, migration_id)
-
-    def created_version(self) -> str | None:
-        return created_version(self.entries, self.contract)
-
 
 def current(entries: Sequence[LedgerEntry]) -> list[LedgerEntry]:
     """The rows still in force: those of a migration recorded before its `discarded` row are left out (the
@@ -256,102 +255,12 @@ def current(entries: Sequence[LedgerEntry]) -> list[LedgerEntry]:
 
 
 # -- folding the events -------------------------------------------------------------------------------------
-def op_status(entries: Sequence[LedgerEntry]) -> dict[tuple[str, str, int], LedgerEntry]:
-    """The latest final row (succeeded/skipped/forced/failed) of every op."""
-    latest: dict[tuple[str, str, int], LedgerEntry] = {}
-    for entry in entries:
-        if entry.status in FINAL:
-            latest[entry.key] = entry
-    return latest
-
-
 def op_checksum(op: Op) -> str:
     """The op's content: its kind and every field, as the migration's JSON holds them."""
     from delta_contracts.plan.serialize import op_to_data
 
     text = json.dumps(op_to_data(op), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def done_ops(entries: Sequence[LedgerEntry], contract: str, stored: StoredMigration) -> set[int]:
-    """The indexes (1-based) of the migration's ops the ledger says finished, matched by content: after a
-    re-plan and `rehash`, an op is done only if an op with the same content finished, wherever it stood.
-
-    Rows written before ops were checksummed name an index only; they count for the op at that index when
-    the file is the one they ran (same migration checksum), or when that op has their kind and SQL."""
-    file_checksum = migration_checksum(stored.sql_path, stored.json_path)
-    latest: dict[str, LedgerEntry] = {}  # the latest final row per op content
-    legacy: dict[int, LedgerEntry] = {}  # the same, per index, for rows without an op checksum
-    for entry in entries:
-        if entry.status in FINAL and (entry.contract, entry.migration_id) == (contract, stored.migration_id):
-            if entry.op_checksum:
-                latest[entry.op_checksum] = entry
-            else:
-                legacy[entry.op_index] = entry
-    done = set()
-    for index, op in enumerate(stored.migration.ops, start=1):
-        found = latest.get(op_checksum(op))
-        if found is not None:
-            if found.status in DONE:
-                done.add(index)
-            continue
-        old = legacy.get(index)
-        if old is not None and old.status in DONE and _same_op(old, op, file_checksum):
-            done.add(index)
-    return done
-
-
-def _same_op(entry: LedgerEntry, op: Op, file_checksum: str) -> bool:
-    if entry.checksum == file_checksum:
-        return True
-    from delta_contracts.plan.render import render
-
-    try:
-        sql = render(op)
-    except TypeError:  # an op with no single statement
-        sql = ""
-    return entry.op_kind == op.kind and entry.sql == sql
-
-
-def batch_marks(
-    entries: Sequence[LedgerEntry], key: tuple[str, str, int], checksum: str = ""
-) -> list[dict[str, Any]]:
-    """Where an unfinished batched op resumes: the batches it finished since the op last finished (rows of
-    another op that stood at the same index before a re-plan do not count)."""
-    marks: list[dict[str, Any]] = []
-    for entry in entries:
-        if entry.key != key or (checksum and entry.op_checksum and entry.op_checksum != checksum):
-            continue
-        if entry.status in DONE:
-            marks = []
-        elif entry.status == Status.BATCH and entry.watermark:
-            marks.append(json.loads(entry.watermark))
-    return marks
-
-
-def recorded_checksum(entries: Sequence[LedgerEntry], contract: str, migration_id: str) -> str | None:
-    """The checksum the migration had when it (or part of it) last reached the table, or its rehash.
-
-    An attempt that failed without a commit (a pre-check refused it: the table's version did not move) proves
-    nothing reached the table, so its `started` row does not pin the file: a migration that never ran may be
-    re-planned freely."""
-    untouched = {
-        (e.run_id, e.key) for e in entries if e.status == Status.FAILED and e.version == e.version_before
-    }
-    found = None
-    for entry in entries:
-        if (entry.contract, entry.migration_id) != (contract, migration_id) or entry.status not in APPLIED:
-            continue
-        if entry.status == Status.STARTED and (entry.run_id, entry.key) in untouched:
-            continue
-        found = entry.checksum or found
-    return found
-
-
-def created_version(entries: Sequence[LedgerEntry], contract: str) -> str | None:
-    """The contract version `create` made the table at, when it was created that way."""
-    versions = [e.to_version for e in entries if e.contract == contract and e.status == Status.CREATED]
-    return versions[-1] if versions else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,78 +276,9 @@ class Claim:
         return self.after < version <= self.up_to
 
 
-def names_of(entries: Sequence[LedgerEntry], table: TableId) -> set[str]:
-    """The table's name and every name it had before a toolkit rename (its Delta history goes with it), as
-    the ledger's rows write them, case-folded as Delta compares names."""
-    names = {str(table).casefold()}
-    grew = True
-    while grew:
-        earlier = {
-            e.renamed_from.casefold()
-            for e in entries
-            if e.renamed_from and e.table.casefold() in names and e.status in DONE
-        }
-        grew = not earlier <= names
-        names |= earlier
-    return names
-
-
-def claims(entries: Sequence[LedgerEntry], table: TableId) -> list[Claim]:
-    names = names_of(entries, table)
-    return [
-        Claim(e.version_before, e.version)
-        for e in entries
-        if e.table.casefold() in names
-        and e.version is not None
-        and e.status in DONE | {Status.BATCH, Status.FAILED, Status.CREATED}
-    ]
-
-
-def claimed(entries: Sequence[LedgerEntry], table: TableId, version: int) -> bool:
-    return any(c.covers(version) for c in claims(entries, table))
-
-
 def migration_checksum(sql_path: Path, json_path: Path) -> str:
     """What the ledger compares: both files of the migration, the reviewed SQL and the machine ops."""
     digest = hashlib.sha256()
     for path in (sql_path, json_path):
         digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return "sha256:" + digest.hexdigest()
-
-
-def record_created(
-    ledger: Ledger,
-    contract: str,
-    version: str,
-    ops: Sequence[Any],
-    outcomes: Sequence[Any],
-    engine: str,
-) -> None:
-    """`create` made the table straight from its contract: its ops are the toolkit's, and the table starts at
-    `version` (earlier migrations describe a past it never had)."""
-    user, host, pid = who()
-    at = now()
-    ledger.append(
-        [
-            LedgerEntry(
-                contract=contract,
-                migration_id=f"create {version}",
-                table=str(outcome.table),
-                phase=op.phase.value,
-                op_index=index,
-                op_kind=op.kind,
-                op_checksum=op_checksum(op),
-                status=Status.CREATED.value,
-                engine=engine,
-                path=outcome.path,
-                version=outcome.version,
-                to_version=version,
-                user=user,
-                host=host,
-                pid=pid,
-                started_at=at,
-                ended_at=at,
-            )
-            for index, (op, outcome) in enumerate(zip(ops, outcomes, strict=True), start=1)
-        ]
-    )

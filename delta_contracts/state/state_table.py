@@ -9,6 +9,9 @@ Rows cross this boundary as Arrow-typed dicts: strings, ints and UTC datetimes.
 
 from __future__ import annotations
 
+import getpass
+import os
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,6 +19,15 @@ from typing import Any, Protocol
 from delta_contracts.errors import InputError
 
 LEDGER_COMMIT = "delta-contracts ledger"
+
+
+def who() -> tuple[str, str, int]:
+    """The user, host and process every state row records (a ledger row, a lease)."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        user = str(os.getuid())
+    return user, socket.gethostname(), os.getpid()
 
 
 class StateTableError(InputError):

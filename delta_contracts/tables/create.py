@@ -90,11 +90,10 @@ def create_table(
             raise EngineError(f"{err}\n(nothing was left behind: the create was undone)") from err
         err.add_note("nothing was left behind: the create was undone")
         raise
-    from delta_contracts.state.ledger import Ledger, record_created
+    from delta_contracts.state.record import TableRecord, open_ledger
 
-    record_created(
-        Ledger(engine.ledger_table()), model.id, model.version, migration.ops, outcomes, engine.name
-    )
+    record = TableRecord(model.id, (), None, open_ledger(engine))
+    record.append_created(model.version, migration.ops, outcomes, engine.name)
     return CreateResult(name, True, tuple(outcomes))
 
 

@@ -77,10 +77,10 @@ class Names:
     @classmethod
     def load(cls, where: Path | Any) -> Names:
         """From the ledger in a state dir (`<state_dir>/ledger`) or a ledger state table; empty when none."""
-        from delta_contracts.state.ledger import Ledger
+        from delta_contracts.state.record import read_rows
 
         try:
-            return cls.from_ledger(Ledger(where).entries())
+            return cls.from_ledger(read_rows(where))
         except Exception:  # no ledger yet, or one this reader cannot open: no history to replay
             return cls()
 

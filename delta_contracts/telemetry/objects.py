@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from delta_contracts.sql.extract import Catalog
 from delta_contracts.sql.names import path_key
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
     from delta_contracts.live import LiveTable
-    from delta_contracts.state.ledger import LedgerEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +90,19 @@ def deprecated_in_live(name: str, live: LiveTable) -> list[str]:
     return found
 
 
-def unmarked_in_ledger(entries: Iterable[LedgerEntry]) -> set[str]:
-    """The tables the ledger says the toolkit made (created, or renamed to) and never marked deprecated as a
-    whole: an older version's table whose cutover's mark has not run is not deprecated yet."""
+def unmarked_in_ledger(where: Any) -> set[str]:
+    """The tables the ledger at `where` (a state folder, a state table) says the toolkit made (created, or
+    renamed to) and never marked deprecated as a whole: an older version's table whose cutover's mark has not
+    run is not deprecated yet. None without a ledger, or one that cannot be read."""
     from delta_contracts.marks import DEPRECATED_TABLE
     from delta_contracts.state.ledger import DONE, Status
+    from delta_contracts.state.record import read_rows
+    from delta_contracts.state.state_table import StateTableError
+
+    try:
+        entries = read_rows(where)
+    except (StateTableError, OSError):
+        return set()
 
     made: set[str] = set()
     marked: set[str] = set()

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.apply import apply
-from delta_contracts.apply.gates import marked_at
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.contract.load import load_contract
 from delta_contracts.engine.base import Engine
@@ -20,6 +19,7 @@ from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.engine.spark.engine import SparkEngine
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.state.ledger import Ledger, Status
+from delta_contracts.state.record import TableRecord
 from delta_contracts.telemetry.objects import watched_on
 from delta_contracts.telemetry.pipeline import collect
 from delta_contracts.telemetry.sources import parse_source, read_source
@@ -77,8 +77,8 @@ def test_a_stale_or_read_log_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     stored = load_history(root / contract)[2]
     drop = stored.migration.ops[11]  # 0003 op 12: drops coupon_code, marked deprecated by op 7
     assert drop.kind == "drop_columns" and drop.gate.objects == (f"{schema}.orders.coupon_code",)  # type: ignore[attr-defined]
-    entries = Ledger(engine.state_dir).entries([contract])
-    marked = marked_at(entries, (contract, stored.migration_id, 7))  # when the mark op finished
+    record = TableRecord(contract, (), Ledger(engine.state_dir).entries([contract]))
+    marked = record.marked_at(stored.migration_id, 7)  # when the mark op finished
     assert marked is not None
     now = marked + timedelta(days=31)  # the P30D deprecation window has passed
 

@@ -10,11 +10,11 @@ import pytest
 from delta_contracts.apply import apply, rehash
 from delta_contracts.apply.reports import BatchProgress
 from delta_contracts.apply.runner import OpStatus
-from delta_contracts.apply.status import pending_migrations
 from delta_contracts.engine.base import Engine
 from delta_contracts.marks import HOLD
 from delta_contracts.plan.migrations import SUM_FILE, compute_sum, load_history, migration_files
-from delta_contracts.state.ledger import Ledger, Status, claimed
+from delta_contracts.state.ledger import Ledger, Status
+from delta_contracts.state.record import TableRecord
 from delta_contracts.tableid import TableId
 from delta_contracts.tables.drift import commit_drift
 from tests.engine.apply_support import fingerprint, insert_rows, orders_migrations, with_schema
@@ -56,7 +56,7 @@ def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_pat
     written = [b.rows for b in progress]
     assert written == ([None] * 3 if engine.name == "local" else [2, 4, 6]), written
     assert progress[-1].line().startswith(f"{backfill.table} {backfill.migration_id} op 3: backfill ")
-    pending = pending_migrations(load_history(root / contract), Ledger(engine.state_dir).entries(), contract)
+    pending = TableRecord.open(root, contract, Ledger(engine.state_dir)).pending()
     assert [(p.migration_id[:4], p.phases) for p in pending] == [
         ("0003", ("contract",)),
         ("0004", ("expand", "populate", "cutover", "contract")),
@@ -76,7 +76,9 @@ def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_pat
         ("0003", 13, "approved by owner"),
     ]
     last = engine.history((schema, "orders"))[-1]
-    assert claimed(Ledger(engine.state_dir).entries([contract]), TableId((schema, "orders")), last.version)
+    assert TableRecord.open(root, contract, Ledger(engine.state_dir)).claimed(
+        TableId((schema, "orders")), last.version
+    )
 
     rest = apply(engine, root, tables=[contract], batch_rows=2)
     assert rest.exit_code == 0, rest.failure
@@ -95,7 +97,7 @@ def test_history_applies_holds_the_drops_and_forces_them(engine: Engine, tmp_pat
     state = fingerprint(engine, schema)
     assert state["old"] and [r for r in state["rows"]] and len(state["rows"]) == 6
     assert state["views"] == ["orders", "orders__v2"]
-    assert pending_migrations(load_history(root / contract), rows, contract) == []
+    assert TableRecord(contract, load_history(root / contract), rows).pending() == []
 
 
 def test_a_versioned_cutover_waits_behind_an_earlier_held_drop(local_engine: Engine, tmp_path: Path) -> None:
@@ -195,8 +197,10 @@ def test_foreign_commits_are_drift_even_before_the_toolkits_last(engine: Engine,
         1,
         2,
     ]
-    name = f"{schema}.orders"
-    items = commit_drift(engine.history((schema, "orders")), lambda v: claimed(entries, name, v))
+    record = TableRecord(contract, (), entries)
+    items = commit_drift(
+        engine.history((schema, "orders")), lambda v: record.claimed(TableId((schema, "orders")), v)
+    )
     assert [i.subject for i in items] == [str(foreign.version)]
 
 
@@ -234,7 +238,6 @@ def test_edited_migration_is_refused_until_rehashed(engine: Engine, tmp_path: Pa
 
 def test_status_after_create_and_through_the_alias_view(local_engine: Engine, tmp_path: Path) -> None:
     """A table `create` made at 3.0.0 has no pending past; the live table is the one behind the alias view."""
-    from delta_contracts.apply.status import live_physical
     from delta_contracts.contract.load import load_contract
     from delta_contracts.tables.create import create_table
     from tests.engine.apply_support import REPO
@@ -247,12 +250,11 @@ def test_status_after_create_and_through_the_alias_view(local_engine: Engine, tm
     assert result.created
     entries = Ledger(local_engine.state_dir).entries([contract])
     assert {e.status for e in entries} == {Status.CREATED}
-    assert pending_migrations(load_history(root / contract), entries, contract) == []
-    views = local_engine.views()
-    physical = live_physical(
-        (schema, "orders"), (schema, "orders__v9"), views, lambda t: local_engine.describe(t) is not None
-    )
-    assert physical == (schema, "orders__v3") == tuple(result.table.split("."))
+    record = TableRecord(contract, load_history(root / contract), entries)
+    assert record.pending() == []
+    where = record.location(model, local_engine.views(), lambda t: local_engine.describe(t) is not None)
+    assert where.read == (schema, "orders") and where.planned == (schema, "orders__v3")
+    assert where.current == (schema, "orders__v3") == tuple(result.table.split("."))
 
 
 def test_the_conflict_patience_is_the_run_s_not_the_engine_s_for_good(

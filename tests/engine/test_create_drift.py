@@ -16,7 +16,8 @@ from delta_contracts.contract.model import Contract
 from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.plan.planner import initial_state
-from delta_contracts.state.ledger import Ledger, claimed
+from delta_contracts.state.ledger import Ledger
+from delta_contracts.state.record import TableRecord
 from delta_contracts.tables.create import ContractMismatchError, create_table
 from delta_contracts.tables.drift import commit_drift, table_drift
 from tests.engine.conftest import location_of
@@ -38,9 +39,8 @@ def renamed(contract: Contract) -> Contract:
 def drift_of(engine: Engine, contract: Contract) -> list[str]:
     physical = initial_state(contract).physical
     items = table_drift(contract, engine.describe(physical), physical)
-    entries = Ledger(engine.state_dir).entries()
-    name = ".".join(physical)
-    items += commit_drift(engine.history(physical), lambda version: claimed(entries, name, version))
+    record = TableRecord(contract.id, (), Ledger(engine.state_dir).entries([contract.id]))
+    items += commit_drift(engine.history(physical), lambda version: record.claimed(physical, version))
     return [f"{i.kind}:{i.subject}" for i in items if i.is_drift]
 
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from delta_contracts.apply import ApplyResult, apply
-from delta_contracts.apply.gates import marked_at
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.contract.environments import NameMapping, contract_in_environment
 from delta_contracts.contract.load import load_contract
@@ -20,6 +19,7 @@ from delta_contracts.engine.base import Engine
 from delta_contracts.engine.local.engine import LocalEngine
 from delta_contracts.plan.migrations import load_history
 from delta_contracts.state.ledger import Ledger
+from delta_contracts.state.record import TableRecord
 from delta_contracts.tableid import TableId
 from delta_contracts.telemetry.objects import watched_on
 from delta_contracts.telemetry.pipeline import collect
@@ -78,8 +78,8 @@ def test_each_environment_counts_its_own_window_and_its_own_readers(tmp_path: Pa
             assert held.exit_code == 0 and [w.index for w in held.waiting] == [12, 13]
             drop = load_history(root / contract, names)[2].migration.ops[11]
             assert drop.gate.objects == (f"{names.physical(TableId((schema, 'orders')))}.coupon_code",)  # type: ignore[attr-defined]
-            entries = Ledger(engine.state_dir).entries([contract])
-            marks[name] = marked_at(entries, (contract, stored.migration_id, 7))
+            record = TableRecord(contract, (), Ledger(engine.state_dir).entries([contract]))
+            marks[name] = record.marked_at(stored.migration_id, 7)
         assert marks["staging"] is not None and marks["prod"] is not None
         assert marks["staging"] < marks["prod"]
         for name, prefix in (("staging", f"stg_{schema}."), ("prod", f"{schema}_live.")):

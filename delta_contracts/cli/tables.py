@@ -24,12 +24,10 @@ from delta_contracts.cli.errors import UsageError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from delta_contracts.contract.model import Contract
     from delta_contracts.engine.base import Engine
     from delta_contracts.live import LiveTable
-    from delta_contracts.state.record import Records, TableRecord
+    from delta_contracts.state.record import Records
     from delta_contracts.tableid import TableId
-    from delta_contracts.tables.drift import DriftItem
 
 EngineOption = Annotated[
     str | None,
@@ -88,43 +86,6 @@ def _records(contracts: ContractSet, live: Engine) -> Records:
     from delta_contracts.state.record import Records
 
     return Records.open(migrations_root(contracts), live, contracts.names)
-
-
-def _contract_live_table_is_at(
-    record: TableRecord, contract: Contract, table: LiveTable | None, physical: TableId
-) -> tuple[Contract, list[DriftItem], tuple[str, ...] | None]:
-    """The contract a live table must match, what is pending, and the column order its migrations made up to
-    that contract (None when they did not make the table). While a planned migration has not finished (a
-    versioned cutover waiting behind a held drop, say), the table is still at the version it is stamped
-    with: what the later contract changes is pending, not drift. The pending migrations are reported, with
-    why they wait (the ledger's `held` rows), as information."""
-    from delta_contracts.marks import STAMP_VERSION
-    from delta_contracts.plan.column_order import history_order
-    from delta_contracts.tables.drift import DriftItem
-
-    if record.unreadable is not None:
-        return contract, [], None  # reported as a drift item of its own
-    history = record.history
-    pending = record.pending()
-    stamped = None if table is None else table.properties.get(STAMP_VERSION)
-    made = history_order(history, stamped or contract.version, physical)
-    if not pending or stamped is None or stamped == contract.version:
-        return contract, [], made
-    at = [stored for stored in history if stored.migration.to_version == stamped]
-    if not at:
-        return contract, [], made
-    items = []
-    to_version = {stored.migration_id: stored.migration.to_version for stored in history}
-    for waiting in pending:
-        held = record.waiting_for(waiting.migration_id)
-        why = f"; waiting: {held}" if held else ""
-        message = (
-            f"migration {waiting.migration_id} to {to_version[waiting.migration_id]} pending (phases "
-            f"{', '.join(waiting.phases)} not finished){why}; the table is at {stamped}: what a pending "
-            "migration changes is not drift"
-        )
-        items.append(DriftItem("pending", waiting.migration_id, contract.version, stamped, message, False))
-    return at[-1].contract, items, made
 
 
 def create_command(
@@ -207,15 +168,9 @@ def drift_command(
 
     While a planned migration has not finished, the table is compared with the contract it is stamped at and
     the migration is reported as pending, with why it waits: pending is not drift."""
+    from delta_contracts.apply.status import contract_drift
     from delta_contracts.cli.common import load_valid_contracts
     from delta_contracts.quality.read import unreadable_view
-    from delta_contracts.tables.drift import (
-        DriftItem,
-        alias_drift,
-        commit_drift,
-        compatibility_drift,
-        table_drift,
-    )
 
     contracts = load_valid_contracts(paths, env)
     report: list[dict[str, object]] = []
@@ -224,29 +179,13 @@ def drift_command(
         records = _records(contracts, live)
         views = live.views()
         describe = _described(live)
+
+        def unreadable(view: TableId) -> str | None:
+            return unreadable_view(live, view)
+
         for item in contracts.contracts:
             record = records.of(item.contract.id)
-            where = record.location(item.contract, views, lambda t: describe(t) is not None)
-            physical = where.current
-            table = describe(physical)
-            expected, pending, order = _contract_live_table_is_at(record, item.contract, table, physical)
-            items = [*pending, *table_drift(expected, table, physical, order)]
-            if record.unreadable is not None:
-                items.insert(0, DriftItem("migrations", "", None, None, record.unreadable))
-            items += alias_drift(expected, physical, views, where.read)
-            items += compatibility_drift(expected, views, lambda v: unreadable_view(live, v))
-            if table is not None:
-                adopted = _adopted_at(record)
-
-                def is_toolkit(
-                    version: int,
-                    name: TableId = physical,
-                    adopted: int = adopted,
-                    record: TableRecord = record,
-                ) -> bool:
-                    return version <= adopted or record.claimed(name, version)
-
-                items += commit_drift(live.history(physical), is_toolkit)
+            physical, items = contract_drift(record, item.contract, live, views, describe, unreadable)
             drifted |= any(i.is_drift for i in items)
             report.append(
                 {
@@ -320,9 +259,8 @@ def status_rows(
     conf: list[str] | None,
 ) -> list[dict[str, object]]:
     """`status`'s row per contract in the contract set's environment."""
-    from delta_contracts.marks import STAMP_VERSION
+    from delta_contracts.apply.status import status_row
     from delta_contracts.quality.read import unreadable_view
-    from delta_contracts.tables.drift import compatibility_drift, write_target
 
     rows: list[dict[str, object]] = []
     with _open(contracts, engine, url, warehouse, read_only=True, conf=conf) as live:
@@ -330,48 +268,9 @@ def status_rows(
         views = live.views()
         describe = _described(live)
         for item in contracts.contracts:
-            contract = item.contract
-            record = records.of(contract.id)
-            if record.unreadable is not None:
-                rows.append(
-                    {"contract": contract.id, "version": contract.version, "error": record.unreadable}
-                )
-                continue
-            # The stamp is the live table's: behind the alias view, or of the contract's name (a migration to
-            # the planned table may be pending).
-            where = record.location(contract, views, lambda t: describe(t) is not None)
-            planned, current, alias = where.planned, where.current, where.read
-            table = describe(planned)
-            serving = table if current == planned else describe(current)
-            stamped = serving.properties.get(STAMP_VERSION) if serving else None
-            pending = [p.to_json() for p in record.pending()]
-            # The table named is the live one, whose stamp is shown; the planned one a pending versioned
-            # migration is filling is the next, with its own state (it has no stamp before its cutover).
-            upcoming: dict[str, object] | None = None
-            if current != planned:
-                upcoming = {
-                    "table": str(planned),
-                    "exists": table is not None,
-                    "stamped": table.properties.get(STAMP_VERSION) if table else None,
-                }
+            record = records.of(item.contract.id)
             rows.append(
-                {
-                    "contract": contract.id,
-                    "version": contract.version,
-                    "table": str(current),
-                    "exists": serving is not None,
-                    "stamped": stamped,
-                    "next": upcoming,
-                    "read": str(alias),
-                    # Producers write where readers read until a versioned cutover moves both: a planned
-                    # table that a pending migration is still filling is not theirs yet (docs/migrations.md).
-                    "write": write_target(contract, current, serving is not None, views, alias),
-                    "pending": pending,
-                    "broken": [
-                        i.message
-                        for i in compatibility_drift(contract, views, lambda v: unreadable_view(live, v))
-                    ],
-                }
+                status_row(record, item.contract, views, describe, lambda v: unreadable_view(live, v))
             )
     return rows
 
@@ -396,17 +295,6 @@ def _print_status(rows: list[dict[str, object]], fmt: OutputFormat) -> None:
             )
             for broken in row["broken"]:  # type: ignore[attr-defined]
                 print(f"  ✗ {broken}")
-
-
-def _adopted_at(record: TableRecord) -> int:
-    """The table version before which commits predate the contract (an adopted table's), else -1."""
-    from delta_contracts.tables.adopt import adopted_at_version
-
-    history = record.history
-    if not history or "_baseline_" not in history[0].migration_id:
-        return -1
-    found = adopted_at_version(history[0].json_path)
-    return -1 if found is None else found
 
 
 def _stamp_state(row: dict[str, object]) -> str:

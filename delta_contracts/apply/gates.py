@@ -63,7 +63,7 @@ def find_mark(flight: OpInFlight, gate: Gate, record: TableRecord) -> Mark | Non
                 and (when := record.marked_at(other.migration_id, number))
             ):
                 found.append(Mark(when, f"{other.migration_id} op {number}"))
-    for done in record.property_set(tables, gate.deprecated_by or ""):
+    for done in record.property_set(tables, gate.deprecated_by):
         found.append(Mark(done.at, f"{done.migration_id} op {done.op_index}"))
     return min(found, key=lambda m: m.at, default=None)
 

@@ -53,9 +53,9 @@ def open_ledger(where: LedgerPlace) -> Ledger:
     return Ledger(where)
 
 
-def read_rows(where: LedgerPlace, *, retracted: bool = False) -> list[LedgerEntry]:
-    """Every row of the ledger at `where`, of every contract (`Ledger.entries`)."""
-    return open_ledger(where).entries(retracted=retracted)
+def ledger_rows(where: LedgerPlace) -> list[LedgerEntry]:
+    """Every row in force of the ledger at `where`, of every contract (`Ledger.entries`)."""
+    return open_ledger(where).entries()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +135,6 @@ class TableRecord:
         if self._rows is None:
             self._rows = self.ledger.entries([self.contract]) if self.ledger is not None else []
         return self._rows
-
-    @property
-    def where(self) -> str:
-        return self.ledger.where if self.ledger is not None else "(no ledger)"
 
     def append(self, *entries: LedgerEntry) -> None:
         """Rows written to the ledger in one commit, and kept in the record."""
@@ -473,11 +469,6 @@ class Records:
         """The ledger at `where` read now (StateTableError when it cannot be)."""
         ledger = open_ledger(where)
         return cls(root, ledger.entries(), names, ledger)
-
-    @property
-    def rows(self) -> Sequence[LedgerEntry] | None:
-        """Every contract's rows in force, or None when the ledger could not be read."""
-        return self._rows
 
     def of(self, contract: str, *, verified: bool = True) -> TableRecord:
         """The contract's record; one whose migrations folder does not match its sum has no history and says

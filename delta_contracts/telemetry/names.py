@@ -77,10 +77,10 @@ class Names:
     @classmethod
     def load(cls, where: Path | Any) -> Names:
         """From the ledger in a state dir (`<state_dir>/ledger`) or a ledger state table; empty when none."""
-        from delta_contracts.state.record import read_rows
+        from delta_contracts.state.record import ledger_rows
 
         try:
-            return cls.from_ledger(read_rows(where))
+            return cls.from_ledger(ledger_rows(where))
         except Exception:  # no ledger yet, or one this reader cannot open: no history to replay
             return cls()
 

@@ -96,11 +96,11 @@ def unmarked_in_ledger(where: Any) -> set[str]:
     run is not deprecated yet. None without a ledger, or one that cannot be read."""
     from delta_contracts.marks import DEPRECATED_TABLE
     from delta_contracts.state.ledger import DONE, Status
-    from delta_contracts.state.record import read_rows
+    from delta_contracts.state.record import ledger_rows
     from delta_contracts.state.state_table import StateTableError
 
     try:
-        entries = read_rows(where)
+        entries = ledger_rows(where)
     except (StateTableError, OSError):
         return set()
 

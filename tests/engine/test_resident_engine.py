@@ -81,6 +81,27 @@ def port_open(url: str) -> bool:
         return False
 
 
+def listens(url: str, within: float = 10.0) -> bool:
+    """Whether a socket here still LISTENs on the url's port, `within` seconds after a stop.
+
+    Read from /proc/net/tcp, not by connecting: a connect to a closed port in the ephemeral range can
+    succeed by a TCP self-connect, and another test's JVM may bind the port a moment after it is freed.
+    """
+    port = int(url.rsplit(":", 1)[1])
+    deadline = time.monotonic() + within
+    while True:
+        found = False
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                # state "0A" = LISTEN
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    found = True
+        if not found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -134,7 +155,7 @@ def test_a_second_process_uses_the_resident_engine_and_stop_ends_it(tmp_path: Pa
     stopped = cli(root, "engine", "stop")
 
     assert stopped.returncode == 0 and stopped.stdout.startswith(f"stopped: {url}"), stopped.stdout
-    assert record(wh) is None and not alive(pid) and not port_open(url)
+    assert record(wh) is None and not alive(pid) and not listens(url)
     gone = cli(root, "engine", "status")
     assert gone.returncode == 1 and gone.stdout.startswith("not running"), gone.stdout
 
@@ -188,7 +209,7 @@ def test_the_resident_engine_stops_itself_when_idle(tmp_path: Path) -> None:
     while record(root / "wh") is not None and time.monotonic() < deadline:
         time.sleep(1)
     assert record(root / "wh") is None
-    assert not alive(pid) and not port_open(str(server["url"]))
+    assert not alive(pid) and not listens(str(server["url"]))
 
 
 @EXHAUSTIVE

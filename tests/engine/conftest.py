@@ -116,6 +116,21 @@ JVM = pytest.mark.skipif(SKIP_SPARK, reason="DELTA_CONTRACTS_SKIP_SPARK=1 set by
 ENGINE_PARAMS = ["local", pytest.param("spark", marks=[JVM, EXHAUSTIVE])]
 
 
+@pytest.fixture
+def memory_engine(tmp_path: Path) -> Engine:
+    """The in-memory engine, fresh for each test (it starts in milliseconds): for what the runner, the gates
+    and the schedule decide, which is the engine's business nowhere."""
+    from delta_contracts.engine.memory.engine import MemoryEngine
+
+    return MemoryEngine(tmp_path / "memory-state")
+
+
+@pytest.fixture(params=["memory", pytest.param("spark", marks=[JVM, EXHAUSTIVE])])
+def runner_engine(request: pytest.FixtureRequest) -> Engine:
+    """The runner's own tests: the in-memory engine, and delta-spark (the reference) when exhaustive."""
+    return request.getfixturevalue(f"{request.param}_engine")  # type: ignore[no-any-return]
+
+
 @pytest.fixture(params=ENGINE_PARAMS)
 def engine(request: pytest.FixtureRequest) -> Engine:
     """The embedded engine and the reference. The conformance suite adds `connect` (`every_engine`)."""

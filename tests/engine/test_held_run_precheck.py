@@ -44,14 +44,14 @@ def contracts(schema: str) -> tuple[Contract, Contract]:
 
 
 def test_rows_written_after_the_catch_up_are_named_and_a_second_run_completes(
-    local_engine: Engine, tmp_path: Path
+    memory_engine: Engine, tmp_path: Path
 ) -> None:
     old, new = contracts("held_precheck")
-    create_schema(local_engine, "held_precheck")
+    create_schema(memory_engine, "held_precheck")
     root = plan_folder(tmp_path / "migrations", old, new)
-    assert apply(local_engine, root, tables=[old.id], to_version=old.version).exit_code == 0
+    assert apply(memory_engine, root, tables=[old.id], to_version=old.version).exit_code == 0
     table = x.sql(x.table(old.table_parts))
-    local_engine.sql(f"INSERT INTO {table} VALUES ('a', 'OK'), ('b', 'OK')")
+    memory_engine.sql(f"INSERT INTO {table} VALUES ('a', 'OK'), ('b', 'OK')")
     stored = load_history(root / old.id)[-1]
     runs = held_runs(stored.migration.ops)
     assert len(runs) == 1, runs  # the cutover's catch-up of `region`, its NOT NULL, through the stamp
@@ -60,12 +60,12 @@ def test_rows_written_after_the_catch_up_are_named_and_a_second_run_completes(
 
     def old_producer(boundary: str) -> None:
         if boundary == catch_up and not written:
-            local_engine.sql(
+            memory_engine.sql(
                 f"INSERT INTO {table} (`txn_id`, `status`, `region`) VALUES ('late', 'OK', NULL)"
             )
             written.append(boundary)
 
-    first = apply(local_engine, root, tables=[old.id], on_boundary=old_producer)
+    first = apply(memory_engine, root, tables=[old.id], on_boundary=old_producer)
     assert written, "the catch-up's boundary never came"
     assert first.exit_code == 1 and first.failure is not None, [r.detail for r in first.reports]
     detail = first.failure.detail
@@ -73,26 +73,26 @@ def test_rows_written_after_the_catch_up_are_named_and_a_second_run_completes(
     assert "None of them was in the table at version" in detail, detail
     assert "nothing to fix by hand: run `apply` again" in detail, detail
 
-    second = apply(local_engine, root, tables=[old.id])
+    second = apply(memory_engine, root, tables=[old.id])
     assert second.exit_code == 0, second.failure and second.failure.detail
-    rows = {r["txn_id"]: r["region"] for r in local_engine.sql(f"SELECT * FROM {table}")}
+    rows = {r["txn_id"]: r["region"] for r in memory_engine.sql(f"SELECT * FROM {table}")}
     assert rows == {"a": "unknown", "b": "unknown", "late": "unknown"}
 
 
-def test_rows_there_before_the_catch_up_get_no_such_words(local_engine: Engine, tmp_path: Path) -> None:
+def test_rows_there_before_the_catch_up_get_no_such_words(memory_engine: Engine, tmp_path: Path) -> None:
     """A pre-check failing outside a held run says nothing of producers: here the NOT NULL of an existing
     column, whose NULL rows were there all along."""
     old, _ = contracts("held_precheck_no")
-    create_schema(local_engine, "held_precheck_no")
+    create_schema(memory_engine, "held_precheck_no")
     doc = old.model_dump(mode="json", by_alias=True, exclude_none=True)
     doc["version"] = "2.0.0"
     doc["columns"][1]["nullable"] = False
     new = Contract.model_validate(doc)
     root = plan_folder(tmp_path / "migrations", old, new)
-    assert apply(local_engine, root, tables=[old.id], to_version=old.version).exit_code == 0
+    assert apply(memory_engine, root, tables=[old.id], to_version=old.version).exit_code == 0
     table = x.sql(x.table(old.table_parts))
-    local_engine.sql(f"INSERT INTO {table} VALUES ('a', NULL)")
-    outcome = apply(local_engine, root, tables=[old.id])
+    memory_engine.sql(f"INSERT INTO {table} VALUES ('a', NULL)")
+    outcome = apply(memory_engine, root, tables=[old.id])
     assert outcome.exit_code == 1 and outcome.failure is not None
     assert "fix them first" in outcome.failure.detail
     assert "None of them was there" not in outcome.failure.detail

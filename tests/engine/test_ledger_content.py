@@ -14,6 +14,7 @@ from delta_contracts.apply.runner import OpStatus
 from delta_contracts.cli import app
 from delta_contracts.engine.base import Engine
 from delta_contracts.plan.migrations import SUM_FILE, compute_sum, migration_files
+from delta_contracts.state.record import open_ledger
 
 pytestmark = pytest.mark.engine
 
@@ -41,7 +42,7 @@ def _contract(project: Path, version: str, column: str = "") -> None:
 
 
 def test_a_replanned_op_at_a_finished_index_runs(
-    local_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    memory_engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "contracts/replan").mkdir(parents=True)
     (tmp_path / "contracts/contracts.yml").write_text(PROJECT, encoding="utf-8")
@@ -49,15 +50,15 @@ def test_a_replanned_op_at_a_finished_index_runs(
     migrations = tmp_path / "migrations"
     folder = migrations / "replan.items"
     _contract(tmp_path, "1.0.0")
-    local_engine.sql("CREATE SCHEMA IF NOT EXISTS `replan`")
-    assert apply(local_engine, migrations, tables=["replan.items"]).exit_code == 0
-    local_engine.sql("INSERT INTO `replan`.`items` VALUES (1), (2)")
+    memory_engine.sql("CREATE SCHEMA IF NOT EXISTS `replan`")
+    assert apply(memory_engine, migrations, tables=["replan.items"]).exit_code == 0
+    memory_engine.sql("INSERT INTO `replan`.`items` VALUES (1), (2)")
 
     # 2.0.0 adds a NOT NULL column `x` filled with 'a': expanded and populated, not cut over yet
     _contract(
         tmp_path, "2.0.0", "  - {name: x, type: string, nullable: false, description: X., fill: \"'a'\"}\n"
     )
-    first = apply(local_engine, migrations, tables=["replan.items"], phases=["expand", "populate"])
+    first = apply(memory_engine, migrations, tables=["replan.items"], phases=["expand", "populate"])
     assert first.exit_code == 0, first.failure
     ran = [(r.index, r.summary) for r in first.reports if r.status is OpStatus.SUCCEEDED]
     assert any("backfill x" in summary for _, summary in ran), ran
@@ -70,13 +71,13 @@ def test_a_replanned_op_at_a_finished_index_runs(
     _contract(
         tmp_path, "2.0.0", "  - {name: y, type: string, nullable: false, description: Y., fill: \"'b'\"}\n"
     )
-    rehash(local_engine.state_dir, migrations, "replan.items", reason="re-planned: y, not x")
+    rehash(open_ledger(memory_engine), migrations, "replan.items", reason="re-planned: y, not x")
 
-    second = apply(local_engine, migrations, tables=["replan.items"])
+    second = apply(memory_engine, migrations, tables=["replan.items"])
     assert second.exit_code == 0, second.failure
     statuses = {r.summary: r.status for r in second.reports if r.migration_id.startswith("0002")}
     assert not [s for s, status in statuses.items() if " y" in s and status is OpStatus.DONE], statuses
-    rows = local_engine.sql("SELECT `item_id`, `y` FROM `replan`.`items` ORDER BY `item_id`")
+    rows = memory_engine.sql("SELECT `item_id`, `y` FROM `replan`.`items` ORDER BY `item_id`")
     assert rows == [{"item_id": 1, "y": "b"}, {"item_id": 2, "y": "b"}]
 
 

@@ -5,9 +5,9 @@ let it run."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,11 +15,11 @@ from delta_contracts.apply import apply
 from delta_contracts.apply.runner import OpStatus
 from delta_contracts.contract.load import load_contract
 from delta_contracts.engine.base import Engine
-from delta_contracts.engine.local.engine import LocalEngine
+from delta_contracts.engine.memory.engine import MemoryEngine
 from delta_contracts.engine.spark.engine import SparkEngine
 from delta_contracts.plan.migrations import load_history
-from delta_contracts.state.ledger import Ledger, Status
-from delta_contracts.state.record import TableRecord
+from delta_contracts.state.ledger import Status
+from delta_contracts.state.record import TableRecord, open_ledger
 from delta_contracts.telemetry.objects import watched_on
 from delta_contracts.telemetry.pipeline import collect
 from delta_contracts.telemetry.sources import parse_source, read_source
@@ -29,14 +29,21 @@ pytestmark = pytest.mark.engine
 
 
 @pytest.fixture
-def own_engine(engine: Engine, tmp_path: Path) -> Iterator[Engine]:
+def own_engine(runner_engine: Engine, tmp_path: Path) -> Engine:
     """The engine with a state dir of the test's own: the gate counts every source of the readers log in it,
-    so a source another test collected would decide this test's gate."""
-    if engine.name == "spark":
-        yield SparkEngine(engine.spark, tmp_path / "state")  # type: ignore[attr-defined]
-        return
-    with LocalEngine(tmp_path / "warehouse") as local:
-        yield local
+    so a source another test collected would decide this test's gate. The gate's decisions are the runner's
+    (the in-memory engine); delta-spark, the reference, in the exhaustive tier."""
+    if runner_engine.name == "spark":
+        return SparkEngine(runner_engine.spark, tmp_path / "state")  # type: ignore[attr-defined]
+    return MemoryEngine(tmp_path / "state")
+
+
+@pytest.fixture
+def reader(own_engine: Engine, request: pytest.FixtureRequest) -> Any:
+    """The Spark session that reads the query-history exports: the engine's own, else the embedded one's."""
+    if own_engine.name == "spark":
+        return own_engine.spark  # type: ignore[attr-defined]
+    return request.getfixturevalue("local_engine").spark
 
 
 def _export(path: Path, rows: list[tuple[str, str, datetime]]) -> Path:
@@ -54,16 +61,15 @@ def _dashboard(schema: str, times: list[datetime]) -> list[tuple[str, str, datet
     return [("dashboard", statement, at) for at in times]
 
 
-def _collect(engine: Engine, contract: str, export: Path, now: datetime) -> None:
+def _collect(engine: Engine, spark: Any, contract: str, export: Path, now: datetime) -> None:
     model = load_contract(REPO / "contracts" / "sales" / "orders.yaml").contract
     watched = watched_on(engine, [model.model_copy(update={"id": contract})])
-    spark = engine.spark  # type: ignore[attr-defined]
     frame = read_source(spark, parse_source(f"query-history:{export}"))
     collect(spark, frame, "history", watched, engine.state_dir, now=now)
 
 
 def test_a_stale_or_read_log_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
-    own_engine: Engine, tmp_path: Path
+    own_engine: Engine, reader: Any, tmp_path: Path
 ) -> None:
     """One table through three readers logs, the deprecation window passed: a clean log last collected 13 days
     ago (stale: it says nothing of the days since; `readers_freshness` decides), a fresh log with a reader of
@@ -77,14 +83,14 @@ def test_a_stale_or_read_log_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     stored = load_history(root / contract)[2]
     drop = stored.migration.ops[11]  # 0003 op 12: drops coupon_code, marked deprecated by op 7
     assert drop.kind == "drop_columns" and drop.gate.objects == (f"{schema}.orders.coupon_code",)  # type: ignore[attr-defined]
-    record = TableRecord(contract, (), Ledger(engine.state_dir).entries([contract]))
+    record = TableRecord(contract, (), open_ledger(engine).entries([contract]))
     marked = record.marked_at(stored.migration_id, 7)  # when the mark op finished
     assert marked is not None
     now = marked + timedelta(days=31)  # the P30D deprecation window has passed
 
     # A clean log collected up to 13 days before `now` (inside the 14-day lookback).
     old = _dashboard(schema, [now - timedelta(days=d) for d in range(40, 12, -1)])
-    _collect(engine, contract, _export(tmp_path / "old.jsonl", old), now - timedelta(days=13))
+    _collect(engine, reader, contract, _export(tmp_path / "old.jsonl", old), now - timedelta(days=13))
     stale = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: now)
     # Both drops say what holds them (the stale log), not only the first one.
     first, second = stale.waiting
@@ -111,7 +117,7 @@ def test_a_stale_or_read_log_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     days = [now - timedelta(days=d, hours=1) for d in range(20, -1, -1)]
     history = _dashboard(schema, days)
     history.append(("finance-recon", f"SELECT order_id, coupon_code FROM {schema}.orders", days[-4]))
-    _collect(engine, contract, _export(tmp_path / "day0.jsonl", history), now)
+    _collect(engine, reader, contract, _export(tmp_path / "day0.jsonl", history), now)
 
     held = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: now)
     assert held.exit_code == 0
@@ -127,12 +133,12 @@ def test_a_stale_or_read_log_holds_the_drop_and_a_clean_fresh_log_lets_it_run(
     # the new window's start, the log is fresh, and the drops run, not forced.
     later = now + timedelta(days=15)
     clean = _dashboard(schema, [later - timedelta(days=d, hours=1) for d in range(15, -1, -1)])
-    _collect(engine, contract, _export(tmp_path / "day15.jsonl", clean), later)
+    _collect(engine, reader, contract, _export(tmp_path / "day15.jsonl", clean), later)
     opened = apply(engine, root, tables=[contract], to_version="2.0.0", clock=lambda: later)
     assert opened.exit_code == 0 and not opened.waiting
     ran = {r.index: r.status for r in opened.reports if r.migration_id == stored.migration_id}
     assert ran[12] is OpStatus.SUCCEEDED and ran[13] is OpStatus.SUCCEEDED
     live = engine.describe((schema, "orders"))
     assert live is not None and live.column("coupon_code") is None and live.column("amount") is None
-    last = Ledger(engine.state_dir).entries([contract])[-1]
+    last = open_ledger(engine).entries([contract])[-1]
     assert last.status == Status.SUCCEEDED and last.reason == ""

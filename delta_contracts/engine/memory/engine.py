@@ -1,17 +1,18 @@
 """The in-memory engine: the engine protocol over tables held in this process (`catalog`), for the tests of
 what the runner, the gates and the schedule decide. It starts in milliseconds and keeps nothing on disk but
-the state folder's leases and telemetry logs; its apply ledger is in memory too.
+the state folder: its leases, telemetry logs and apply ledger, which `telemetry` and the CLI read there as
+they read any engine's.
 
 An op runs as the spark engine runs it: its rendered statement (`plan.render`), interpreted here
 (`statements`, `alter`), with the same row movers, fence and rename catch-up. What Delta itself does with
-files — the change data feed, identity columns, nested fields, deletion vectors' purge — is not modelled:
+files — the change data feed, identity columns, nested fields — is not modelled:
 those ops are refused before a migration starts (`unsupported_reason`), and the local and spark engines keep
 every test of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,10 +38,8 @@ from delta_contracts.plan.ops import (
     RenameTable,
     SyncIdentity,
 )
-from delta_contracts.plan.purge import PurgeDroppedColumns
 from delta_contracts.plan.render import render
 from delta_contracts.sql import expressions as x
-from delta_contracts.state.state_table import StateTable
 from delta_contracts.tableid import TableId
 
 Statement = Callable[["MemoryEngine", Any], "str | None"]
@@ -124,31 +123,13 @@ MEMORY_OPS: OpTable[MemoryOp] = OpTable(
         DropField: MemoryOp(refusal=NESTED_FIELDS),
         RenameField: MemoryOp(refusal=NESTED_FIELDS),
         WidenField: MemoryOp(refusal=NESTED_FIELDS),
-        PurgeDroppedColumns: MemoryOp(refusal=NO_FILES),
     },
     default=MemoryOp(),
 )
 
 
-class MemoryStateTable:
-    """The apply ledger's rows, kept in memory (`state.state_table.StateTable`)."""
-
-    def __init__(self) -> None:
-        self._rows: list[dict[str, Any]] = []
-
-    @property
-    def where(self) -> str:
-        return "memory:///ledger"
-
-    def append(self, rows: Sequence[dict[str, Any]], schema: Any) -> None:
-        self._rows.extend(dict(r) for r in rows)
-
-    def read(self, schema: Any) -> list[dict[str, Any]]:
-        return [dict(r) for r in self._rows]
-
-
 class MemoryEngine(Engine):
-    """Tables in this process; `state_dir` holds leases and telemetry logs, as any engine's does."""
+    """Tables in this process; `state_dir` holds the ledger, leases and telemetry logs, as any engine's."""
 
     name = "memory"
 
@@ -158,7 +139,6 @@ class MemoryEngine(Engine):
         self.catalog = Catalog()
         self._tag: str | None = None
         self.statements = Statements(self.catalog, lambda: self._tag)
-        self._ledger = MemoryStateTable()
 
     def sql(self, statement: str) -> list[dict[str, Any]]:
         return self.statements.execute(statement)
@@ -183,9 +163,6 @@ class MemoryEngine(Engine):
 
     def history(self, table: TableId) -> list[Commit]:
         return list(self.catalog.existing(TableId(table)).commits)
-
-    def ledger_table(self) -> StateTable:
-        return self._ledger
 
     def row_mover(self, op: Op) -> RowMover[Any] | None:
         return MEMORY_OPS[op].rows

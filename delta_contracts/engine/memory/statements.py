@@ -25,6 +25,8 @@ from delta_contracts.sql import expressions as x
 from delta_contracts.sql.dialect import DIALECT
 from delta_contracts.tableid import TableId
 
+# sqlglot reads no REORG: Delta's purge of dropped columns' data from the files
+_REORG = re.compile(r"^\s*REORG\s+TABLE\s+(?P<name>.+?)\s+APPLY\s*\(\s*PURGE\s*\)\s*;?\s*$", re.I | re.S)
 _OPTIMIZE = re.compile(r"^\s*(?P<name>.+?)\s*(?P<full>\bFULL\b)?\s*$", re.IGNORECASE | re.DOTALL)
 
 
@@ -70,6 +72,8 @@ class Statements:
         self.conf: dict[str, str] = {}
 
     def execute(self, text: str) -> list[dict[str, Any]]:
+        if found := _REORG.match(text):
+            return self.reorg(found["name"])
         try:
             tree = x.parse(text)
         except SqlglotError as err:
@@ -318,6 +322,13 @@ class Statements:
                 raise EngineError("SET takes key = value")
             key = x.sql(pair.this).replace("`", "")
             self.conf[key] = text_of(pair.expression) or ""
+        return []
+
+    def reorg(self, name: str) -> list[dict[str, Any]]:
+        """REORG … APPLY (PURGE): a dropped column's data is gone from the rows here already, so it rewrites
+        nothing; its commit is what the purge op's history condition reads."""
+        table = self.catalog.existing(table_id(exp.to_table(name, dialect=DIALECT)))
+        self.catalog.commit(table, "REORG", {"applyPurge": True}, self.tag())
         return []
 
     def command(self, tree: exp.Command) -> list[dict[str, Any]]:

@@ -292,13 +292,13 @@ class CopyConvertedPartitionsInBatches(CopyRowsInBatches):
             return super().plan(engine, op, batch_rows, done)
         finished = {p for mark in done for p in mark.get("partitions", ())}
         # Counted by partition first, then converted: the conversions read the partition values only.
-        counted = exp.select(*[x.column(c) for c in columns], exp.Count(this=exp.Star()).as_(_ROWS))
+        counted = exp.select(*[x.column(c) for c in columns], exp.Count(this=exp.Star()).as_(x.ident(_ROWS)))
         counted = counted.from_(x.table(op.source)).group_by(*[x.column(c) for c in columns])
         converted = exp.select(
             *[x.column(c) for c in columns],
             x.column(_ROWS),
-            *[expression.copy().as_(_converted(i)) for i, (_, expression) in enumerate(targets)],
-        ).from_(counted.subquery(_PARTITIONS))
+            *[expression.copy().as_(x.ident(_converted(i))) for i, (_, expression) in enumerate(targets)],
+        ).from_(counted.subquery(x.ident(_PARTITIONS)))
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in engine.sql(x.sql(converted)):
             if _key([row[c] for c in columns]) not in finished:

@@ -307,8 +307,9 @@ class CopyConvertedPartitionsInBatches(CopyRowsInBatches):
         chunk: list[list[dict[str, Any]]] = []
         count = 0
         for value in sorted(groups):
-            chunk.append(groups[value])
-            count += sum(int(row[_ROWS]) for row in groups[value])
+            group = sorted(groups[value], key=lambda row: _key([row[c] for c in columns]))
+            chunk.append(group)
+            count += sum(int(row[_ROWS]) for row in group)
             if count >= batch_rows:
                 batches.append(_converted_batch(columns, targets, chunk))
                 chunk, count = [], 0

@@ -116,6 +116,15 @@ RECIPES: dict[str, tuple[str, Mutation]] = {
             convert={"expression": "CAST(txn_amt_paise AS INT)", "inverse": "CAST(txn_amt_paise AS BIGINT)"},
         ),
     ),
+    # the partition column retyped (not a widening): a versioned copy batched by the old table's partitions
+    "retype_partition_column": (
+        "major",
+        _set(
+            "txn_date",
+            type="string",
+            convert={"expression": "CAST(txn_date AS STRING)", "inverse": "CAST(txn_date AS DATE)"},
+        ),
+    ),
 }
 
 

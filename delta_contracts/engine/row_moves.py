@@ -1,6 +1,10 @@
 """How an op moves rows, at scale: a backfill or a copy runs in bounded batches — by partition, else by
 ranges of an integral key — each one Delta commit, each recorded in the ledger when it finished.
 
+A copy whose partition column reaches the target converted (`plan.versioned.CopyConvertedPartitions`) runs in
+batches of the source's partitions too: the partitions whose rows take the same converted values in the
+target go in one batch, and a batch is looked for in the target by those values.
+
 A killed run resumes after the batches the ledger recorded. A batch can also have committed without its ledger
 row (killed in between): a backfill batch is harmless to repeat (it only fills NULLs), and a copy batch is
 first looked for in the target — rows of the batch there mean its one commit landed — so no row is written
@@ -265,6 +269,94 @@ class CopyRowsInBatches(RowMover[CopyRows]):
         )
 
 
+class CopyConvertedPartitionsInBatches(CopyRowsInBatches):
+    """A copy batched by the source's partitions whose values reach the target converted. The conversion may
+    give several partitions one value (a timestamp to its day): such partitions go in one batch, so that
+    rows of a batch's converted values in the target are that batch's commit and no other's. A source
+    without those partition columns (or a mapping that converts none of them) batches as any copy."""
+
+    def plan(
+        self, engine: Engine, op: CopyRows, batch_rows: int, done: Sequence[dict[str, Any]]
+    ) -> list[Batch] | None:
+        live = engine.describe(op.source)
+        if live is None:
+            raise EngineError(f"{op.summary()}: table {op.source} does not exist")
+        columns = live.partition_columns
+        folded = {c.casefold() for c in columns}
+        targets = [
+            (target, x.parse(expression))
+            for target, expression in op.mapping
+            if (read := x.referenced_columns(expression)) and read <= folded
+        ]
+        if not columns or not targets:
+            return super().plan(engine, op, batch_rows, done)
+        finished = {p for mark in done for p in mark.get("partitions", ())}
+        # Counted by partition first, then converted: the conversions read the partition values only.
+        counted = exp.select(*[x.column(c) for c in columns], exp.Count(this=exp.Star()).as_(x.ident(_ROWS)))
+        counted = counted.from_(x.table(op.source)).group_by(*[x.column(c) for c in columns])
+        converted = exp.select(
+            *[x.column(c) for c in columns],
+            x.column(_ROWS),
+            *[expression.copy().as_(x.ident(_converted(i))) for i, (_, expression) in enumerate(targets)],
+        ).from_(counted.subquery(x.ident(_PARTITIONS)))
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in engine.sql(x.sql(converted)):
+            if _key([row[c] for c in columns]) not in finished:
+                groups.setdefault(_key([row[_converted(i)] for i in range(len(targets))]), []).append(row)
+        batches: list[Batch] = []
+        chunk: list[list[dict[str, Any]]] = []
+        count = 0
+        for value in sorted(groups):
+            group = sorted(groups[value], key=lambda row: _key([row[c] for c in columns]))
+            chunk.append(group)
+            count += sum(int(row[_ROWS]) for row in group)
+            if count >= batch_rows:
+                batches.append(_converted_batch(columns, targets, chunk))
+                chunk, count = [], 0
+        if chunk:
+            batches.append(_converted_batch(columns, targets, chunk))
+        return batches
+
+
+_ROWS, _PARTITIONS = "dc_rows", "dc_partitions"
+
+
+def _converted(position: int) -> str:
+    return f"dc_converted_{position}"
+
+
+def _converted_batch(
+    columns: Sequence[str], targets: Sequence[tuple[str, exp.Expr]], groups: Sequence[list[dict[str, Any]]]
+) -> Batch:
+    """Every source partition of `groups` (each the partitions of one converted value); in the target, the
+    rows whose converted columns are NULL-safely equal to the conversion of a group's first partition."""
+    partitions = [[row[c] for c in columns] for group in groups for row in group]
+
+    def converted_value(expression: exp.Expr, values: Sequence[object]) -> exp.Expr:
+        by_name = {c.casefold(): v for c, v in zip(columns, values, strict=True)}
+
+        def literal(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, exp.Column) and node.name.casefold() in by_name:
+                value = by_name[node.name.casefold()]
+                return exp.Null() if value is None else _value(value)
+            return node
+
+        return expression.copy().transform(literal)
+
+    def in_target(values: Sequence[object]) -> exp.Expr:
+        terms = [
+            exp.NullSafeEQ(this=x.column(target), expression=converted_value(expression, values))
+            for target, expression in targets
+        ]
+        return exp.and_(*terms) if len(terms) > 1 else terms[0]
+
+    return Batch(
+        {"partitions": [_key(v) for v in partitions]},
+        exp.or_(*[_matching(columns, v) for v in partitions]),
+        exp.or_(*[in_target([group[0][c] for c in columns]) for group in groups]),
+    )
+
+
 class LastCatchUpRows(BackfillRows):
     """An in-place rename's last catch-up: first the old column's updates since the cutover's backfill
     (`engine.fence.carry_renamed_column`, one MERGE), then the NULLs in batches as any backfill."""
@@ -281,6 +373,7 @@ class LastCatchUpRows(BackfillRows):
 BACKFILL_ROWS = BackfillRows()
 LAST_CATCH_UP_ROWS = LastCatchUpRows()
 COPY_ROWS = CopyRowsInBatches()
+COPY_CONVERTED_PARTITIONS = CopyConvertedPartitionsInBatches()
 
 
 def _range_key(live: LiveTable, carried: dict[str, str] | None) -> str | None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from sqlglot import exp
 
 from delta_contracts.contract.model import Contract, IdentityGeneration, Versioning
 from delta_contracts.contract.pairing import ColumnPairing
@@ -101,6 +104,7 @@ def plan_versioned(
         lossy=checks.lossy,
         reason="copy rows",
     )
+    copy = by_source_partitions(copy, old)
     catch_up = choose_catch_up(copy, new, state.properties)
     b.add(replace(copy, rejects=catch_up.copy_rejects, reasons=catch_up.copy_reasons))
     for column in identities:
@@ -215,6 +219,55 @@ def plan_versioned(
         alias, old.version, new.version, "versioned", b.all_ops(), tuple(b.warnings), tuple(b.notes)
     )
     return migration, after_state
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CopyConvertedPartitions(CopyRows):
+    """The versioned copy of a table whose partition column reaches the new table converted (retyped with a
+    CAST or its `convert`, or computed from partition columns): the copy's statement, run in batches of the
+    source's partitions (`engine.row_moves.CopyConvertedPartitionsInBatches`) instead of ranges of a key,
+    each batch reading only its partitions. The batches are found in the new table by the converted values
+    of their partitions."""
+
+    kind: ClassVar[str] = "copy_converted_partitions"
+    partitioned_by: tuple[str, ...]  # the source's partition columns the batches follow
+
+    def summary(self) -> str:
+        return (
+            f"copy rows {self.source} -> {self.table} by partitions of {', '.join(self.partitioned_by)} "
+            "(converted)"
+        )
+
+
+def by_source_partitions(copy: CopyRows, old: Contract) -> CopyRows:
+    """The copy batched by the old table's partitions when one of them reaches the new table converted: a
+    copy batches by partitions only when every partition column is carried over as it is, else by ranges of
+    an integral column, each batch then reading the whole source and writing into every partition of the
+    new table (or, with no such column, in one statement)."""
+    partitions = {c.casefold() for c in old.table.partitioned_by}
+    if not partitions:
+        return copy
+    plain = set()
+    from_partitions = False
+    for _, expression in copy.mapping:
+        parsed = x.parse(expression)
+        if isinstance(parsed, exp.Column) and not parsed.table:
+            plain.add(parsed.name.casefold())
+        read = x.referenced_columns(expression)
+        from_partitions = from_partitions or bool(read and read <= partitions)
+    if partitions <= plain or not from_partitions:
+        return copy
+    return CopyConvertedPartitions(
+        table=copy.table,
+        phase=copy.phase,
+        source=copy.source,
+        mapping=copy.mapping,
+        rejects=copy.rejects,
+        reasons=copy.reasons,
+        lossy=copy.lossy,
+        reason=copy.reason,
+        partitioned_by=old.table.partitioned_by,
+    )
 
 
 def _copied_identities(pairing: ColumnPairing, new: Contract) -> tuple[str, ...]:

@@ -69,7 +69,13 @@ from delta_contracts.engine.local.routes import (
     writer_features_delta_rs_lacks,
 )
 from delta_contracts.engine.op_table import OpTable
-from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, LAST_CATCH_UP_ROWS, RowMover
+from delta_contracts.engine.row_moves import (
+    BACKFILL_ROWS,
+    COPY_CONVERTED_PARTITIONS,
+    COPY_ROWS,
+    LAST_CATCH_UP_ROWS,
+    RowMover,
+)
 from delta_contracts.plan.catch_up import CatchUpRows, CatchUpStrategy
 from delta_contracts.plan.fence import fence_statement
 from delta_contracts.plan.fields import AddField, DropField, RenameField, WidenField, column_type_after
@@ -105,6 +111,7 @@ from delta_contracts.plan.ops import (
 from delta_contracts.plan.purge import PurgeDroppedColumns, ReorgPurge
 from delta_contracts.plan.recluster import ReclusterRows
 from delta_contracts.plan.render import build, render
+from delta_contracts.plan.versioned import CopyConvertedPartitions
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
@@ -458,6 +465,9 @@ class LocalOp:
 SAIL_PROPERTIES_OP = LocalOp(
     SAIL_PROPERTIES, at_location=properties_at, reshape=with_properties, project=properties_facts
 )
+COPY_CAPABILITY = Capability(
+    SQL, unless=(UNLESS_ROW_TRACKING, Case(converts_map_values, NO_TRANSFORM_VALUES))
+)
 CHECK_CASES = (Case(check_reads_names_needing_quotes, UNQUOTED_CHECK, detail=names_needing_quotes),)
 
 LOCAL_OPS: OpTable[LocalOp] = OpTable(
@@ -525,11 +535,8 @@ LOCAL_OPS: OpTable[LocalOp] = OpTable(
         ),
         Backfill: LocalOp(SAIL_WRITE, rows=BACKFILL_ROWS),
         LastCatchUp: LocalOp(SAIL_WRITE, sail=last_catch_up_on_sail, rows=LAST_CATCH_UP_ROWS),
-        CopyRows: LocalOp(
-            Capability(SQL, unless=(UNLESS_ROW_TRACKING, Case(converts_map_values, NO_TRANSFORM_VALUES))),
-            sail=copy_on_sail,
-            rows=COPY_ROWS,
-        ),
+        CopyRows: LocalOp(COPY_CAPABILITY, sail=copy_on_sail, rows=COPY_ROWS),
+        CopyConvertedPartitions: LocalOp(COPY_CAPABILITY, sail=copy_on_sail, rows=COPY_CONVERTED_PARTITIONS),
         CatchUpRows: LocalOp(
             Capability(
                 SQL,

@@ -14,7 +14,13 @@ from sqlglot import exp
 from delta_contracts.engine.capabilities import Capability, EngineCapabilities, How, Route
 from delta_contracts.engine.fence import apply_old_changes, carry_renamed_column, fence_versions
 from delta_contracts.engine.op_table import OpTable
-from delta_contracts.engine.row_moves import BACKFILL_ROWS, COPY_ROWS, LAST_CATCH_UP_ROWS, RowMover
+from delta_contracts.engine.row_moves import (
+    BACKFILL_ROWS,
+    COPY_CONVERTED_PARTITIONS,
+    COPY_ROWS,
+    LAST_CATCH_UP_ROWS,
+    RowMover,
+)
 from delta_contracts.plan.catch_up import (
     CatchUpRows,
     CatchUpStrategy,
@@ -35,6 +41,7 @@ from delta_contracts.plan.ops import (
 )
 from delta_contracts.plan.render import render
 from delta_contracts.plan.unity import REFUSED as UNITY_OSS_REFUSED
+from delta_contracts.plan.versioned import CopyConvertedPartitions
 from delta_contracts.sql import expressions as x
 from delta_contracts.tableid import TableId
 from delta_contracts.target import SET_NOT_NULL_REFUSAL
@@ -138,6 +145,7 @@ SPARK_OPS: OpTable[SparkOp] = OpTable(
         Backfill: SparkOp(rows=BACKFILL_ROWS),
         LastCatchUp: SparkOp(rows=LAST_CATCH_UP_ROWS, statement=last_catch_up_statement),
         CopyRows: SparkOp(rows=COPY_ROWS),
+        CopyConvertedPartitions: SparkOp(rows=COPY_CONVERTED_PARTITIONS),
         CatchUpRows: SparkOp(statement=catch_up_statement, holds_producers=not_the_fence),
     },
     default=SparkOp(),

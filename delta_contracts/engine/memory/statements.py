@@ -191,27 +191,18 @@ class Statements:
             table, steps, "WRITE", {"mode": mode, "partitionBy": list(table.partition_columns)}
         )
 
-    def update(self, tree: exp.Update) -> list[dict[str, Any]]:
+    def change(self, tree: exp.Update | exp.Delete | exp.Merge) -> list[dict[str, Any]]:
+        """UPDATE, DELETE or MERGE on the table's rows, committed as Delta names the operation."""
         table = self._target(tree.this)
         statement = self.resolve(tree)
         statement.set("this", self._on_data(tree.this, table))
-        where = tree.args.get("where")
-        predicate = x.sql(where.this) if where is not None else "true"
-        return self._write(table, [statement], "UPDATE", {"predicate": [predicate]})
-
-    def delete(self, tree: exp.Delete) -> list[dict[str, Any]]:
-        table = self._target(tree.this)
-        statement = self.resolve(tree)
-        statement.set("this", self._on_data(tree.this, table))
-        where = tree.args.get("where")
-        predicate = x.sql(where.this) if where is not None else "true"
-        return self._write(table, [statement], "DELETE", {"predicate": [predicate]})
-
-    def merge(self, tree: exp.Merge) -> list[dict[str, Any]]:
-        table = self._target(tree.this)
-        statement = self.resolve(tree)
-        statement.set("this", self._on_data(tree.this, table))
-        return self._write(table, [statement], "MERGE", {"predicate": [x.sql(tree.args["on"])]})
+        if isinstance(tree, exp.Merge):
+            predicate = x.sql(tree.args["on"])
+        else:
+            where = tree.args.get("where")
+            predicate = x.sql(where.this) if where is not None else "true"
+        operation = {exp.Update: "UPDATE", exp.Delete: "DELETE", exp.Merge: "MERGE"}[type(tree)]
+        return self._write(table, [statement], operation, {"predicate": [predicate]})
 
     # -- DDL -------------------------------------------------------------------------------------------------
     def create(self, tree: exp.Create) -> list[dict[str, Any]]:
@@ -380,9 +371,9 @@ class Statements:
 
 _HANDLERS: dict[type[exp.Expr], Callable[[Statements, Any], list[dict[str, Any]]]] = {
     exp.Insert: Statements.insert,
-    exp.Update: Statements.update,
-    exp.Delete: Statements.delete,
-    exp.Merge: Statements.merge,
+    exp.Update: Statements.change,
+    exp.Delete: Statements.change,
+    exp.Merge: Statements.change,
     exp.Create: Statements.create,
     exp.Drop: Statements.drop,
     exp.Alter: Statements.alter,

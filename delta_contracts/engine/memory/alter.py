@@ -5,18 +5,15 @@ operation name (DESCRIBE HISTORY's) and parameters."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sqlglot import exp
 
 from delta_contracts.engine.base import EngineError
-from delta_contracts.engine.memory.catalog import MemoryTable, duckdb_type
-from delta_contracts.engine.memory.statements import column_of, table_id, text_of, type_text
+from delta_contracts.engine.memory.catalog import Catalog, MemoryTable, duckdb_type
+from delta_contracts.engine.memory.definitions import column_of, table_id, text_of, type_text
 from delta_contracts.sql import expressions as x
 from delta_contracts.sql.dialect import DIALECT
-
-if TYPE_CHECKING:
-    from delta_contracts.engine.memory.statements import Statements
 
 _UNSET = re.compile(
     r"^TABLE\s+(?P<table>.+?)\s+UNSET\s+TBLPROPERTIES\s+(?P<exists>IF\s+EXISTS\s+)?\((?P<keys>.*)\)\s*$",
@@ -35,33 +32,34 @@ _INTEGRAL = ["tinyint", "smallint", "int", "bigint"]
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 
 
-def alter_table(session: Statements, node: exp.Table, actions: list[exp.Expr]) -> list[dict[str, Any]]:
-    catalog = session.catalog
+def alter_table(
+    catalog: Catalog, tag: str | None, node: exp.Table, actions: list[exp.Expr]
+) -> list[dict[str, Any]]:
     table = catalog.existing(table_id(node))
     for action in actions:
         if isinstance(action, exp.AlterRename):
             catalog.rename(table, table_id(action.this))
             continue
-        operation, parameters = _apply(session, table, action)
+        operation, parameters = _apply(catalog, table, action)
         if operation is not None:
-            catalog.commit(table, operation, parameters, session.tag())
+            catalog.commit(table, operation, parameters, tag)
     return []
 
 
-def alter_command(session: Statements, rest: str) -> list[dict[str, Any]]:
+def alter_command(catalog: Catalog, tag: str | None, rest: str) -> list[dict[str, Any]]:
     """The ALTER TABLE forms sqlglot reads as a bare command: UNSET TBLPROPERTIES and DROP FEATURE."""
     if found := _UNSET.match(rest):
-        table = session.catalog.existing(table_id(exp.to_table(found["table"], dialect=DIALECT)))
+        table = catalog.existing(table_id(exp.to_table(found["table"], dialect=DIALECT)))
         keys = [str(text_of(k)) for k in x.parse(f"({found['keys']})").flatten()]
         missing = [k for k in keys if k not in table.properties]
         if missing and not found["exists"]:
             raise EngineError(f"[UNSET_NONEXISTENT_PROPERTIES] {table.name} has no property {missing[0]}")
         for key in keys:
             table.properties.pop(key, None)
-        session.catalog.commit(table, "UNSET TBLPROPERTIES", {"properties": keys}, session.tag())
+        catalog.commit(table, "UNSET TBLPROPERTIES", {"properties": keys}, tag)
         return []
     if found := _DROP_FEATURE.match(rest):
-        table = session.catalog.existing(table_id(exp.to_table(found["table"], dialect=DIALECT)))
+        table = catalog.existing(table_id(exp.to_table(found["table"], dialect=DIALECT)))
         feature = found["feature"].strip("`")
         switch = _FEATURE_SWITCH.get(feature)
         if feature not in table.features:
@@ -74,28 +72,28 @@ def alter_command(session: Statements, rest: str) -> list[dict[str, Any]]:
                 + (f": set {switch} to false first" if switch else "")
             )
         table.features.discard(feature)
-        session.catalog.commit(table, "DROP FEATURE", {"featureName": feature}, session.tag())
+        catalog.commit(table, "DROP FEATURE", {"featureName": feature}, tag)
         return []
     raise EngineError(f"the in-memory engine does not model ALTER {rest.split(' ', 3)[-1][:40]}")
 
 
-def _apply(session: Statements, table: MemoryTable, action: exp.Expr) -> tuple[str | None, dict[str, Any]]:
+def _apply(catalog: Catalog, table: MemoryTable, action: exp.Expr) -> tuple[str | None, dict[str, Any]]:
     if isinstance(action, exp.AlterSet):
         return _set_properties(table, action)
     if isinstance(action, exp.Schema):
-        return _add_columns(session, table, action)
+        return _add_columns(catalog, table, action)
     if isinstance(action, exp.AlterColumn):
-        return _alter_column(session, table, action)
+        return _alter_column(catalog, table, action)
     if isinstance(action, exp.Drop):
         kind = str(action.args.get("kind") or "").upper()
         if kind == "CONSTRAINT":
             return _drop_check(table, action)
         if kind in {"COLUMN", "COLUMNS"}:
-            return _drop_columns(session, table, action)
+            return _drop_columns(catalog, table, action)
     if isinstance(action, exp.AddConstraint):
-        return _add_check(session, table, action)
+        return _add_check(catalog, table, action)
     if isinstance(action, exp.RenameColumn):
-        return _rename_column(session, table, action)
+        return _rename_column(catalog, table, action)
     if isinstance(action, exp.ClusterProperty):
         return _cluster_by(table, action)
     raise EngineError(f"{table.name}: the in-memory engine does not model ALTER TABLE … {x.sql(action)}")
@@ -117,7 +115,7 @@ def _top_level(table: MemoryTable, node: exp.Expr) -> str:
     return node.name
 
 
-def _add_columns(session: Statements, table: MemoryTable, action: exp.Schema) -> tuple[str, dict[str, Any]]:
+def _add_columns(catalog: Catalog, table: MemoryTable, action: exp.Schema) -> tuple[str, dict[str, Any]]:
     added = []
     for definition in action.expressions:
         if not isinstance(definition, exp.ColumnDef):
@@ -133,10 +131,10 @@ def _add_columns(session: Statements, table: MemoryTable, action: exp.Schema) ->
                 f"nullable ({column.name})"
             )
         add = exp.ColumnDef(this=x.ident(column.name), kind=duckdb_type(column.type))
-        session.catalog.run(exp.Alter(this=table.data, kind="TABLE", actions=[add]))
+        catalog.run(exp.Alter(this=table.data, kind="TABLE", actions=[add]))
         table.columns.append(column)
         if column.default is not None:
-            session.set_duckdb_default(table, column)
+            catalog.set_duckdb_default(table, column)
         added.append({"column": {"name": column.name, "type": column.type, "nullable": True}})
     return "ADD COLUMNS", {"columns": added}
 
@@ -158,13 +156,12 @@ def _widens(before: str, after: str) -> bool:
 
 
 def _alter_column(
-    session: Statements, table: MemoryTable, action: exp.AlterColumn
+    catalog: Catalog, table: MemoryTable, action: exp.AlterColumn
 ) -> tuple[str, dict[str, Any]]:
     name = _top_level(table, action.this)
     column = table.column(name)
     if column is None:
         raise EngineError(f"[DELTA_COLUMN_NOT_FOUND] {table.name} has no column {name}")
-    catalog = session.catalog
     args = action.args
     if args.get("dtype") is not None:
         wanted = type_text(args["dtype"])
@@ -178,7 +175,7 @@ def _alter_column(
                 f"[DELTA_UNSUPPORTED_ALTER_TABLE_CHANGE_COL_OP] {table.name}.{column.name}: widening "
                 f"{column.type} to {wanted} needs delta.enableTypeWidening"
             )
-        session.retype_in_duckdb(table, column.name, wanted)
+        catalog.retype_in_duckdb(table, column.name, wanted)
         changed = catalog.replace_column(table, name, type=wanted)
     elif args.get("default") is not None:
         if "allowColumnDefaults" not in table.features:
@@ -187,7 +184,7 @@ def _alter_column(
                 "delta.feature.allowColumnDefaults = 'supported' first"
             )
         changed = catalog.replace_column(table, name, default=x.sql(args["default"]))
-        session.set_duckdb_default(table, changed)
+        catalog.set_duckdb_default(table, changed)
     elif args.get("allow_null") is True and args.get("drop"):
         changed = catalog.replace_column(table, name, nullable=True)
     elif args.get("allow_null") is False:
@@ -199,7 +196,7 @@ def _alter_column(
         changed = catalog.replace_column(table, name, nullable=False)
     elif args.get("drop"):
         changed = catalog.replace_column(table, name, default=None)
-        session.set_duckdb_default(table, changed)
+        catalog.set_duckdb_default(table, changed)
     elif args.get("comment") is not None:
         changed = catalog.replace_column(table, name, comment=text_of(args["comment"]))
     else:
@@ -225,7 +222,7 @@ def _used_by_checks(table: MemoryTable, column: str, what: str) -> None:
             )
 
 
-def _drop_columns(session: Statements, table: MemoryTable, action: exp.Drop) -> tuple[str, dict[str, Any]]:
+def _drop_columns(catalog: Catalog, table: MemoryTable, action: exp.Drop) -> tuple[str, dict[str, Any]]:
     _needs_column_mapping(table, "drop column")
     given = action.args.get("tables") or []
     named = [n for node in given for n in (node.expressions if isinstance(node, exp.Schema) else [node])]
@@ -244,7 +241,7 @@ def _drop_columns(session: Statements, table: MemoryTable, action: exp.Drop) -> 
     for name in names:
         column = table.column(name)
         assert column is not None
-        session.catalog.run(
+        catalog.run(
             exp.Alter(
                 this=table.data,
                 kind="TABLE",
@@ -267,9 +264,7 @@ def _drop_check(table: MemoryTable, action: exp.Drop) -> tuple[str | None, dict[
     return "DROP CONSTRAINT", {"name": found, "expr": expression}
 
 
-def _add_check(
-    session: Statements, table: MemoryTable, action: exp.AddConstraint
-) -> tuple[str, dict[str, Any]]:
+def _add_check(catalog: Catalog, table: MemoryTable, action: exp.AddConstraint) -> tuple[str, dict[str, Any]]:
     constraint = action.expressions[0]
     name = constraint.name
     check = next((e for e in constraint.expressions if isinstance(e, exp.CheckColumnConstraint)), None)
@@ -278,7 +273,7 @@ def _add_check(
     if table.check_named(name) is not None:
         raise EngineError(f"[DELTA_CONSTRAINT_ALREADY_EXISTS] {table.name} has a constraint {name} already")
     expression = x.sql(check.this)
-    broken = session.catalog.broken_rows(table, check.this)
+    broken = catalog.broken_rows(table, check.this)
     if broken:
         raise EngineError(
             f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {broken} rows in {table.name} violate the new CHECK "
@@ -289,7 +284,7 @@ def _add_check(
 
 
 def _rename_column(
-    session: Statements, table: MemoryTable, action: exp.RenameColumn
+    catalog: Catalog, table: MemoryTable, action: exp.RenameColumn
 ) -> tuple[str, dict[str, Any]]:
     _needs_column_mapping(table, "rename column")
     old, new = _top_level(table, action.this), _top_level(table, action.args["to"])
@@ -300,8 +295,8 @@ def _rename_column(
         raise EngineError(f"[FIELD_ALREADY_EXISTS] {table.name} already has a column {new}")
     _used_by_checks(table, column.name, "rename")
     rename = exp.RenameColumn(this=x.column(column.name), to=x.column(new))
-    session.catalog.run(exp.Alter(this=table.data, kind="TABLE", actions=[rename]))
-    session.catalog.replace_column(table, column.name, name=new)
+    catalog.run(exp.Alter(this=table.data, kind="TABLE", actions=[rename]))
+    catalog.replace_column(table, column.name, name=new)
     fold = column.name.casefold()
     table.partition_columns = tuple(new if p.casefold() == fold else p for p in table.partition_columns)
     table.clustering_columns = tuple(new if p.casefold() == fold else p for p in table.clustering_columns)

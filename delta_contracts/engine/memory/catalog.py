@@ -293,3 +293,15 @@ class Catalog:
         changed = replace(column, **changes)
         table.columns = [changed if c is column else c for c in table.columns]
         return changed
+
+    def set_duckdb_default(self, table: MemoryTable, column: LiveColumn) -> None:
+        """A column default as DuckDB's too, so that an INSERT leaving the column out gets it."""
+        action = exp.AlterColumn(
+            this=x.ident(column.name),
+            **({"default": x.parse(column.default)} if column.default is not None else {"drop": True}),
+        )
+        self.run(exp.Alter(this=table.data, kind="TABLE", actions=[action]))
+
+    def retype_in_duckdb(self, table: MemoryTable, column: str, wanted: str) -> None:
+        action = exp.AlterColumn(this=x.ident(column), dtype=duckdb_type(wanted))
+        self.run(exp.Alter(this=table.data, kind="TABLE", actions=[action]))

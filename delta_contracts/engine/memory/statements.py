@@ -17,50 +17,16 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from delta_contracts.contract.types import canonical
 from delta_contracts.engine.base import USER_METADATA_CONF, EngineError
-from delta_contracts.engine.memory.catalog import Catalog, MemoryTable, duckdb_type, key_of
-from delta_contracts.live import LiveColumn
+from delta_contracts.engine.memory.alter import alter_command, alter_table
+from delta_contracts.engine.memory.catalog import Catalog, MemoryTable, key_of
+from delta_contracts.engine.memory.definitions import column_of, table_id, text_of
 from delta_contracts.sql import expressions as x
 from delta_contracts.sql.dialect import DIALECT
-from delta_contracts.tableid import TableId
 
 # sqlglot reads no REORG: Delta's purge of dropped columns' data from the files
 _REORG = re.compile(r"^\s*REORG\s+TABLE\s+(?P<name>.+?)\s+APPLY\s*\(\s*PURGE\s*\)\s*;?\s*$", re.I | re.S)
 _OPTIMIZE = re.compile(r"^\s*(?P<name>.+?)\s*(?P<full>\bFULL\b)?\s*$", re.IGNORECASE | re.DOTALL)
-
-
-def table_id(node: exp.Table) -> TableId:
-    return TableId(part.name for part in node.parts)
-
-
-def type_text(kind: exp.DataType) -> str:
-    return canonical(x.sql(kind))
-
-
-def text_of(node: exp.Expr | None) -> str | None:
-    return None if node is None else str(node.this) if isinstance(node, exp.Literal) else x.sql(node)
-
-
-def column_of(definition: exp.ColumnDef) -> LiveColumn:
-    nullable, comment, default = True, None, None
-    for constraint in definition.constraints:
-        kind = constraint.kind
-        if isinstance(kind, exp.NotNullColumnConstraint):
-            nullable = bool(kind.args.get("allow_null"))
-        elif isinstance(kind, exp.CommentColumnConstraint):
-            comment = text_of(kind.this)
-        elif isinstance(kind, exp.DefaultColumnConstraint):
-            default = x.sql(kind.this)
-        else:
-            raise EngineError(
-                f"column {definition.name}: the in-memory engine does not model {x.sql(kind)} "
-                "(identity and generated columns run on the local and spark engines)"
-            )
-    declared = definition.args.get("kind")
-    if not isinstance(declared, exp.DataType):
-        raise EngineError(f"column {definition.name}: no type given")
-    return LiveColumn(definition.name, type_text(declared), nullable, comment, default)
 
 
 class Statements:
@@ -243,7 +209,7 @@ class Statements:
         table.set_properties(properties)
         for column in columns:
             if column.default is not None:
-                self.set_duckdb_default(table, column)
+                self.catalog.set_duckdb_default(table, column)
         parameters = {
             "isManaged": "true",
             "description": comment,
@@ -340,33 +306,17 @@ class Statements:
             self.catalog.commit(table, "OPTIMIZE", parameters, self.tag())
             return []
         if verb == "ALTER":
-            from delta_contracts.engine.memory.alter import alter_command
-
-            return alter_command(self, rest)
+            return alter_command(self.catalog, self.tag(), rest)
         raise EngineError(
             f"the in-memory engine does not model {verb} {rest.split()[0] if rest else ''}".rstrip()
             + " (run it on the local or spark engine)"
         )
 
     def alter(self, tree: exp.Alter) -> list[dict[str, Any]]:
-        from delta_contracts.engine.memory.alter import alter_table
-
         node = tree.this
         if not isinstance(node, exp.Table):
             raise EngineError("ALTER of no table")
-        return alter_table(self, node, list(tree.args.get("actions") or []))
-
-    def set_duckdb_default(self, table: MemoryTable, column: LiveColumn) -> None:
-        """A column default as DuckDB's too, so that an INSERT leaving the column out gets it."""
-        action = exp.AlterColumn(
-            this=x.ident(column.name),
-            **({"default": x.parse(column.default)} if column.default is not None else {"drop": True}),
-        )
-        self.catalog.run(exp.Alter(this=table.data, kind="TABLE", actions=[action]))
-
-    def retype_in_duckdb(self, table: MemoryTable, column: str, wanted: str) -> None:
-        action = exp.AlterColumn(this=x.ident(column), dtype=duckdb_type(wanted))
-        self.catalog.run(exp.Alter(this=table.data, kind="TABLE", actions=[action]))
+        return alter_table(self.catalog, self.tag(), node, list(tree.args.get("actions") or []))
 
 
 _HANDLERS: dict[type[exp.Expr], Callable[[Statements, Any], list[dict[str, Any]]]] = {

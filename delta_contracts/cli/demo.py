@@ -132,7 +132,7 @@ def main(with_git: bool) -> None:
         else:  # 3.0.0 is versioned: its cutover waits behind 2.0.0's held drops (docs/migrations.md)
             print("sales.orders (still the 2.0.0 table: 3.0.0's cutover waits behind the held drops) reads:")
         for row in rows:
-            print(f"  {row}")
+            print("  " + ", ".join(f"{name} {value}" for name, value in row.items()))
 
     _step("the other tables, created from their contracts; Delta enforces the rules")
     _run(*_warehouse("create", "contracts/payments", "contracts/sales/customers.yaml"))

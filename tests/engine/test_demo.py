@@ -63,6 +63,9 @@ def test_demo_runs_the_main_job_end_to_end(tmp_path: Path) -> None:
     )
     assert any(line.startswith(cutover) and "op 12 is held by its gate" in line for line in lines)
     assert any("sales.orders (still the 2.0.0 table" in line for line in lines)
+    # the rows it reads back are printed as values, not as Python reprs of dicts and decimals
+    assert "  order_id 1, order_total 1299.00, status PLACED" in lines, out[-4000:]
+    assert "Decimal(" not in out and "{'" not in out
     assert any(
         line.startswith(
             "sales.orders contract 3.0.0, table sales.orders stamped 2.0.0, next sales.orders__v3 ("

@@ -20,8 +20,11 @@ answers `CREATE TABLE … DEEP CLONE …` with PARSE_SYNTAX_ERROR at DEEP), a `S
 table's files (which the contract phase drops), and neither can drop a partitioning, narrow a type or drop a
 feature, which is what a versioned copy is for; so the toolkit copies with INSERT … SELECT.
 
+`--unique-key`: the contract declares `id` unique, so the cutover catches up by a MERGE on it (reading the
+whole source) instead of copying the table again, and the fence inserts the keys the new table lacks.
+
 Run: PYTHONPATH=. .venv/bin/python bench/bench_migration_scale.py [--rows 1000000 10000000]
-[--batch-rows 1000000]   (needs Java 17 and delta-spark's jars: `make jars`)
+[--batch-rows 1000000] [--unique-key]   (needs Java 17 and delta-spark's jars: `make jars`)
 """
 
 from __future__ import annotations
@@ -42,9 +45,10 @@ from delta_contracts.target import Target
 DAYS = 10
 
 
-def contract(schema: str, version: str, partitioned: bool) -> Contract:
+def contract(schema: str, version: str, partitioned: bool, keyed: bool = False) -> Contract:
     return Contract.model_validate(
         {
+            **({"quality": {"unique": [["id"]]}} if keyed else {}),
             "apiVersion": "delta-contracts/v1",
             "id": f"{schema}.events",
             "version": version,
@@ -96,15 +100,15 @@ def count(engine: Any, table: str) -> int:
     return int(engine.sql(f"SELECT count(*) AS n FROM {table} WHERE note IS NULL OR note <> ''")[0]["n"])
 
 
-def measure(engine: Any, root: Path, rows: int, batch_rows: int) -> dict[str, float]:
+def measure(engine: Any, root: Path, rows: int, batch_rows: int, keyed: bool) -> dict[str, float]:
     ours, hand = f"ours{rows}", f"hand{rows}"
     for schema in (ours, hand):
         engine.sql(f"CREATE SCHEMA IF NOT EXISTS `{schema}`")
-        planned(root, contract(schema, "1.0.0", partitioned=True))
+        planned(root, contract(schema, "1.0.0", partitioned=True, keyed=keyed))
         applied(engine, root, f"{schema}.events", list(Phase), batch_rows)
         fill(engine, f"`{schema}`.`events__v1`", rows)
 
-    planned(root, contract(ours, "2.0.0", partitioned=False))
+    planned(root, contract(ours, "2.0.0", partitioned=False, keyed=keyed))
     copy = timed(lambda: applied(engine, root, f"{ours}.events", [Phase.EXPAND, Phase.POPULATE], batch_rows))
     window = timed(lambda: applied(engine, root, f"{ours}.events", [Phase.CUTOVER], batch_rows))
 
@@ -127,6 +131,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     parser.add_argument("--batch-rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--unique-key",
+        action="store_true",
+        help="the contract declares `id` unique: the cutover catches up by MERGE on it, not by a second copy",
+    )
     args = parser.parse_args()
 
     from delta_contracts.engine.spark.engine import SparkEngine
@@ -136,9 +145,10 @@ def main() -> None:
         warehouse, root = Path(folder) / "wh", Path(folder) / "migrations"
         engine = SparkEngine(local_delta_session(warehouse=warehouse), warehouse / "_delta_contracts")
         try:
-            measure(engine, root, 1_000, args.batch_rows)  # warm-up: the JVM's classes, the ledger and leases
+            # warm-up: the JVM's classes, the ledger and leases
+            measure(engine, root, 1_000, args.batch_rows, args.unique_key)
             for rows in args.rows:
-                m = measure(engine, root, rows, args.batch_rows)
+                m = measure(engine, root, rows, args.batch_rows, args.unique_key)
                 ours, hand = m["copy"] + m["window"], m["ctas"] + m["swap"]
                 print(
                     f"{rows:>12,} rows | ours {ours:7.1f} s "

@@ -139,6 +139,7 @@ def test_a_purge_is_refused_on_a_catalog_managed_table_only() -> None:
     catalogManaged), not on external ones; no other op is refused for it."""
     from delta_contracts.plan.ops import AddColumn, ColumnSpec, Phase
     from delta_contracts.plan.purge import PurgeDroppedColumns
+    from delta_contracts.plan.recluster import ReclusterRows
     from delta_contracts.plan.unity import catalog_managed_refusal
     from delta_contracts.tableid import TableId
 
@@ -150,6 +151,10 @@ def test_a_purge_is_refused_on_a_catalog_managed_table_only() -> None:
     assert catalog_managed_refusal(purge, ("deletionVectors", "columnMapping")) is None
     add = AddColumn(table=table, phase=Phase.EXPAND, column=ColumnSpec(name="n", type="int"))
     assert catalog_managed_refusal(add, managed) is None
+    # the recluster after new clustering keys is an OPTIMIZE … FULL: blocked the same way
+    recluster = ReclusterRows(table=table, phase=Phase.POPULATE, columns=("day",))
+    assert catalog_managed_refusal(recluster, managed) is not None
+    assert catalog_managed_refusal(recluster, ("clustering",)) is None
 
 
 def test_an_alias_view_is_found_in_its_own_catalog_only() -> None:

@@ -48,12 +48,15 @@ REFUSED: dict[str, tuple[str, str]] = {
 # tables"); an external table purges. `plan` reads no table, so the spark engine refuses it before `apply`
 # runs an op.
 CATALOG_MANAGED_FEATURES = frozenset({"catalogManaged", "catalogOwned-preview"})
-# The ops that rewrite files that way: the purge, and DROP FEATURE typeWidening (it rewrites the files written
-# in the old type first; measured the same way, type_widening_off on a managed table).
-REWRITES_FILES = frozenset({"purge_dropped_columns", "drop_feature"})
+# The ops that rewrite files that way: the purge, DROP FEATURE typeWidening (it rewrites the files written in
+# the old type first; measured the same way, type_widening_off on a managed table) and the recluster after new
+# clustering keys, an OPTIMIZE … FULL itself (change_clustering on a managed table: its CLUSTER BY ran, then
+# the OPTIMIZE was blocked, so it is refused before the migration's first op).
+REWRITES_FILES = frozenset({"purge_dropped_columns", "drop_feature", "recluster_rows"})
 PURGE_ON_CATALOG_MANAGED = (
-    "it rewrites data files as REORG TABLE … APPLY (PURGE) does, which Unity Catalog OSS 0.6.0 blocks on its "
-    'managed (catalog-managed) tables ("OPTIMIZE is blocked by the catalog for Catalog-Managed tables")',
+    "it rewrites data files with OPTIMIZE (as REORG TABLE … APPLY (PURGE) and DROP FEATURE do), which Unity "
+    'Catalog OSS 0.6.0 blocks on its managed (catalog-managed) tables ("OPTIMIZE is blocked by the catalog '
+    'for Catalog-Managed tables")',
     "keep the table external (created with a LOCATION, docs/engines.md), where it runs; " + DATABRICKS_WAY,
 )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -154,7 +154,6 @@ class Catalog:
         self.db.execute(x.sql(exp.Create(this=x.ident(DATA_SCHEMA), kind="SCHEMA", exists=True)))
         self.tables: dict[tuple[str, ...], MemoryTable] = {}
         self.views: dict[tuple[str, ...], tuple[TableId, str]] = {}
-        self.schemas: set[tuple[str, ...]] = set()
         self._next_uid = 0
         self._last_ms = 0
 
@@ -282,9 +281,6 @@ class Catalog:
                     f"[DELTA_VIOLATE_CONSTRAINT_WITH_VALUES] CHECK constraint {name} ({expression}) violated "
                     f"by a row of {table.name}"
                 )
-
-    def set_columns(self, table: MemoryTable, columns: Iterable[LiveColumn]) -> None:
-        table.columns = list(columns)
 
     def replace_column(self, table: MemoryTable, named: str, **changes: Any) -> LiveColumn:
         column = table.column(named)

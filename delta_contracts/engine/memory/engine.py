@@ -12,7 +12,8 @@ every test of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -191,21 +192,13 @@ class MemoryEngine(Engine):
         version = self.table_version(left) if entry.commits else None
         return OpOutcome(op.kind, left, version, "sql")
 
-    def _tagged(self, tag: str | None) -> _Tagged:
-        return _Tagged(self, tag)
-
-
-class _Tagged:
-    """The commits made inside carry `tag` as their user metadata (as the spark engine's session conf)."""
-
-    def __init__(self, engine: MemoryEngine, tag: str | None) -> None:
-        self.engine, self.tag = engine, tag
-        self.before: str | None = None
-
-    def __enter__(self) -> None:
-        self.before = self.engine._tag
-        if self.tag is not None:
-            self.engine._tag = self.tag
-
-    def __exit__(self, *exc: object) -> None:
-        self.engine._tag = self.before
+    @contextmanager
+    def _tagged(self, tag: str | None) -> Iterator[None]:
+        """The commits made inside carry `tag` as their user metadata (as the spark engine's session conf)."""
+        before = self._tag
+        if tag is not None:
+            self._tag = tag
+        try:
+            yield
+        finally:
+            self._tag = before

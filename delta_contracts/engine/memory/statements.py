@@ -174,8 +174,7 @@ class Statements:
     def create(self, tree: exp.Create) -> list[dict[str, Any]]:
         kind = str(tree.kind or "").upper()
         if kind == "SCHEMA":
-            self.catalog.schemas.add((tree.this.name.casefold(),))
-            return []
+            return []  # a table's name is its schema here: every schema exists
         if kind == "VIEW":
             return self.create_view(tree)
         if kind != "TABLE" or not isinstance(tree.this, exp.Schema) or tree.expression is not None:

@@ -54,23 +54,26 @@ def fingerprint(text: str, *, dialect: str = DIALECT) -> str:
     return tokenized_fingerprint(text, dialect=dialect)
 
 
-# The lexer of `quick_fingerprint`: one pass of C regex code over the text instead of sqlglot's tokenizer in
-# Python (a history of millions of distinct texts is fingerprinted in seconds, not minutes). It knows only
-# the plain spellings — words, backquoted names, '…' and "…" strings (both strings in Spark SQL), numbers,
-# comments, spacing — and declines every text with anything else (a backslash, `$`, a hint, a nested or
-# unclosed comment or quote, a prefixed string such as r'…' or x'…', a number run into a letter such as
-# 10L), which sqlglot's tokenizer then takes.
+# The lexer of `quick_fingerprint`: C regex code over the text instead of sqlglot's tokenizer in Python (a
+# history of millions of distinct texts is fingerprinted in seconds, not minutes). It knows only the plain
+# spellings — words, backquoted names, '…' and "…" strings (both strings in Spark SQL), numbers, comments,
+# spacing — and declines every text with anything else (a backslash, `$`, a hint, a nested or unclosed
+# comment or quote, a prefixed string such as r'…' or x'…', a number run into a letter such as 10L), which
+# sqlglot's tokenizer then takes.
+# A `run` is words, punctuation and spacing, which the fingerprint keeps as they are but for the spacing:
+# matched whole, not a token at a time, as the per-match cost of Python's regex engine was most of the time
+# (a typical text is 4-5 matches instead of about 40; 2.6 times less CPU). Words start with an ASCII letter
+# first only because that test is cheaper than `[^\W\d]`; the match is the same.
 _LEXEME = re.compile(
-    r"""(?P<space>\s+)
+    r"""(?P<run>(?:[A-Za-z_][A-Za-z0-9_]*\w*|[^\w`'"$\\/-]+|[^\W\d]\w*|/(?![*])|-(?!-))+)
     |(?P<line>--[^\n]*)
     |(?P<block>/\*(?!\+).*?\*/)
-    |(?P<word>[^\W\d]\w*)
     |(?P<name>`(?:[^`]|``)*`)
     |(?P<string>'[^'\\]*'|"[^"\\]*")
-    |(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?![\w.]))
-    |(?P<other>[^\s\w`'"$\\/-]|/(?![*])|-(?!-))""",
+    |(?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?(?![\w.]))""",
     re.VERBOSE | re.DOTALL,
 )
+_WORD = re.compile(r"\w+")  # in a run, each is one word: a number starts no word
 _ORDINAL_AFTER = frozenset({"group", "order", "sort", "cluster", "distribute"})
 
 
@@ -81,42 +84,66 @@ def quick_fingerprint(text: str) -> str | None:
     gap = False
     position = 0
     words: list[str] = ["", ""]  # the last two words, casefolded (GROUP BY, IDENTIFIER ()
-    previous = ""  # the last token's kind: "word", "(", ",", "by" or another
+    unread: list[str] = []  # runs whose words are not in `words` yet: read only when a literal asks
+    previous = ""  # the last token's kind: "word", "by", "string", "number", "name" or a punctuation mark
     for lexeme in _LEXEME.finditer(text):
-        if lexeme.start() != position:
+        start, position_after = lexeme.span()
+        if start != position:
             return None  # a character no rule takes (a backslash, `$`, an unclosed quote or comment)
-        position = lexeme.end()
+        position = position_after
         kind = lexeme.lastgroup
         piece = lexeme.group()
-        if kind in ("space", "line", "block"):
+        if kind == "run":
+            parts = piece.split()  # str.split's spacing is the regex's \s
+            if not parts:
+                gap = True
+                continue
+            if (gap or piece[0].isspace()) and out:
+                out.append(" ")
+            out.append(" ".join(parts))
+            gap = piece[-1].isspace()
+            unread.append(piece)
+            last = parts[-1][-1]
+            previous = "word" if last.isalnum() or last == "_" else last
+            continue
+        if kind in ("line", "block"):
             if kind == "block" and "/*" in piece[2:]:
                 return None  # nested comments: Spark closes them in pairs
             gap = True
             continue
+        if previous in ("word", "(") and unread:
+            words = _last_words(words, unread)
+            unread.clear()
+        if previous == "word" and words[-1] == "by":
+            previous = "by"
         if kind == "string":
             if previous == "word" and not gap:
                 return None  # r'…', x'…', b'…': a prefixed literal
             if not (previous == "(" and words[-1] in _NAME_CALLS):
                 piece = "'?'"
         elif kind == "number":
-            if out and out[-1] == "." and not gap:
+            if previous == "." and not gap:
                 return None  # `.5`, `a.1`: left to the tokenizer
-            ordinal = previous == "," or (previous == "by" and words[-2] in _ORDINAL_AFTER)
-            if not ordinal:
+            if not (previous == "," or (previous == "by" and words[-2] in _ORDINAL_AFTER)):
                 piece = "0"
         if gap and out:
             out.append(" ")
         gap = False
         out.append(piece)
-        if kind == "word":
-            folded = piece.casefold()
-            words = [words[-1], folded]
-            previous = "by" if folded == "by" else "word"
-        else:
-            previous = piece if kind == "other" else kind or ""
+        previous = kind or ""
     if position != len(text):
         return None
     return "".join(out)
+
+
+def _last_words(words: list[str], runs: list[str]) -> list[str]:
+    for run in runs:
+        found = _WORD.findall(run)
+        if len(found) > 1:
+            words = [found[-2].casefold(), found[-1].casefold()]
+        elif found:
+            words = [words[-1], found[0].casefold()]
+    return words
 
 
 def tokenized_fingerprint(text: str, *, dialect: str = DIALECT) -> str:

@@ -9,6 +9,7 @@ Python object per row.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -117,9 +118,14 @@ def extract_distinct(
 
     micros = exp.func("unix_micros", exp.column("statement_time"))
     grouped = keyed_frame.groupBy("key").agg(
-        # Typed: a source's empty array literal is array<void>, which Arrow cannot carry.
         _expr(keyed_frame, agg("first", exp.cast(exp.column("text"), "STRING")), "text"),
-        *(_expr(keyed_frame, agg("first", exp.cast(exp.column(c), "ARRAY<STRING>")), c) for c in _KNOWN),
+        # As JSON text: `first` of an array column is over five times slower in the embedded engine than
+        # of a string (measured: 18.6 s against 4.1 s for 1M rows, 100k groups), and a source's empty
+        # array literal is array<void>, which Arrow cannot carry.
+        *(
+            _expr(keyed_frame, agg("first", exp.func("to_json", exp.cast(exp.column(c), "ARRAY<STRING>"))), c)
+            for c in _KNOWN
+        ),
         _expr(keyed_frame, agg("count", exp.Star()), "n"),
         _expr(keyed_frame, agg("min", micros), "first_micros"),
         _expr(keyed_frame, agg("max", micros), "last_micros"),
@@ -131,7 +137,8 @@ def extract_distinct(
     texts: list[str | None] = table.column("text").to_pylist()
     known = [table.column(c).to_pylist() for c in _KNOWN]
     jobs = [
-        Job(text, *(None if k[i] is None else tuple(k[i]) for k in known)) for i, text in enumerate(texts)
+        Job(text, *(None if k[i] is None else tuple(json.loads(k[i])) for k in known))
+        for i, text in enumerate(texts)
     ]
     firsts: list[int | None] = table.column("first_micros").to_pylist()
     lasts: list[int | None] = table.column("last_micros").to_pylist()

@@ -6,6 +6,8 @@
   (structured reads, no parsing; see docs/telemetry.md for what lineage misses);
 - `eventlog`: a folder of Spark event logs (or one log);
 - `statements`: any table or file with a statement column; the other columns are named by options.
+Sources that know no reads of their own (a query history, `statements`) have no `tables_read`,
+`columns_read` and `tables_written` columns: everything they read is found by parsing the text.
 """
 
 from __future__ import annotations
@@ -176,9 +178,6 @@ def _project(raw: Any, spec: SourceSpec, roles: Mapping[str, str], present: Mapp
             user.as_("user"),
             client.as_("client"),
             text.as_("text"),
-            _no_names().as_("tables_read"),
-            _no_names().as_("columns_read"),
-            _no_names().as_("tables_written"),
         ],
     )
 

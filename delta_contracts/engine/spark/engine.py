@@ -115,6 +115,9 @@ class SparkEngine(Engine):
         self._held: ProducerHold | None = None  # the hold of the run of ops under way (`holding_producers`)
         self._log_versions = LogVersions()  # whose log folders give a table's version (`_version`)
         self._longest_statement = 0.0  # seconds: a run's hold lasts a few times the longest run so far
+        # Old name -> the name this engine renamed the table to (a versioned cutover's rename): where the rows
+        # of a table a producer creates under the old name before the alias view go (`name_taken`).
+        self.renamed_away: dict[TableId, TableId] = {}
 
     @property
     def state_dir(self) -> Path:
@@ -260,6 +263,8 @@ class SparkEngine(Engine):
     def _follow_rename(self, table: TableId, left: TableId) -> None:
         """A run's hold set on `table` stays on it under the name a rename left it (`left`): its renewals
         and its release go to the old table, not to the view or table that takes its name."""
+        if left != table:
+            self.renamed_away[table] = left
         if self._held is not None and self._held.table == table:
             self._held.table = left
 

@@ -21,6 +21,7 @@ from delta_contracts.engine.row_moves import (
     LAST_CATCH_UP_ROWS,
     RowMover,
 )
+from delta_contracts.engine.spark.name_taken import take_back_name
 from delta_contracts.plan.catch_up import (
     CatchUpRows,
     CatchUpStrategy,
@@ -85,7 +86,9 @@ def view_statement(engine: SparkEngine, op: CreateView, attempt: int) -> str | N
     """A view in a Unity Catalog OSS catalog is swapped as DROP VIEW IF EXISTS, then CREATE VIEW: its
     connector refuses CREATE OR REPLACE VIEW whether the view exists or not (`plan.unity`). DROP VIEW fails on
     a table, so no table is dropped for a view; run again after a crash in between, it finds no view to drop
-    and creates it."""
+    and creates it. A table a producer created under the name since the cutover renamed the old table away
+    gives way first (`name_taken`)."""
+    take_back_name(engine, op.table, engine.renamed_away.get(op.table))
     if op.alter_existing or not engine.in_unity_catalog_oss(op.table):
         return render(op)
     engine.sql(x.sql(exp.Drop(tables=[x.table(op.table)], kind="VIEW", exists=True)))

@@ -1,0 +1,75 @@
+"""A producer that writes a table by name with a create-if-missing write (`writeStream….toTable`,
+`saveAsTable` in append mode) and starts again while a versioned cutover has renamed the old table aside and
+not yet made the alias view creates a new table under the old name (measured: the streaming writer through
+a versioned cutover, `rename table … partial`, exit 1). The cutover takes the name back: that table's rows
+are carried to the new table with the old table's, and the alias view takes the name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from delta_contracts.apply import apply
+from delta_contracts.contract.model import Contract
+from delta_contracts.engine.base import Engine
+from delta_contracts.plan.migrations import load_history
+from delta_contracts.sql import expressions as x
+from tests.engine.conftest import JVM
+from tests.engine.live_run import plan_folder
+from tests.engine.recipe_run import create_schema
+
+pytestmark = [pytest.mark.engine, JVM]
+
+
+def contracts(schema: str) -> tuple[Contract, Contract]:
+    doc: dict[str, Any] = {
+        "apiVersion": "delta-contracts/v1",
+        "id": f"{schema}.Events",
+        "version": "1.0.0",
+        "owner": {"team": "payments"},
+        "table": {"versioning": "in_place"},
+        "columns": [
+            {"name": "value", "type": "bigint", "nullable": False},
+            {"name": "amount", "type": "bigint"},
+        ],
+    }
+    old = Contract.model_validate(dict(doc))
+    return old, Contract.model_validate({**doc, "version": "2.0.0", "table": {"versioning": "versioned"}})
+
+
+def insert(engine: Engine, table: tuple[str, ...], values: range) -> None:
+    rows = ", ".join(f"({v}, {10 * v})" for v in values)
+    engine.sql(f"INSERT INTO {x.sql(x.table(table))} VALUES {rows}")
+
+
+@pytest.mark.parametrize("when", ["after the rename", "before the view"])
+def test_a_table_created_under_the_old_name_during_the_cutover_is_carried_and_gives_way_to_the_view(
+    spark_engine: Engine, tmp_path: Path, when: str
+) -> None:
+    schema = f"name_taken_{len(when)}"
+    create_schema(spark_engine, schema)
+    old, new = contracts(schema)
+    root = plan_folder(tmp_path / "migrations", old, new)
+    assert apply(spark_engine, root, tables=[old.id], to_version=old.version).exit_code == 0
+    first, migration = load_history(root / old.id)
+    name = first.state.physical
+    insert(spark_engine, name, range(0, 3))
+    ops = list(enumerate(migration.migration.ops, 1))
+    rename = next(i for i, op in ops if op.kind == "rename_table" and op.table == name)
+    view = next(i for i, op in ops if op.kind == "create_view" and op.table == name)
+    boundary_of = {"after the rename": f"op {rename} ran", "before the view": f"op {view} started"}
+    taken = f"{migration.migration_id} {boundary_of[when]}"
+
+    def intrude(boundary: str) -> None:
+        # as `toTable` / `saveAsTable` do when the name is free: a new managed Delta table, the rows in it
+        if boundary == taken:
+            spark_engine.sql(f"CREATE TABLE {x.sql(x.table(name))} (value BIGINT, amount BIGINT) USING delta")
+            insert(spark_engine, name, range(3, 5))
+
+    outcome = apply(spark_engine, root, tables=[old.id], force_reason="test", on_boundary=intrude)
+    assert outcome.exit_code == 0, [r.detail for run in outcome.runs for r in run.reports if r.detail]
+    served = spark_engine.sql(f"SELECT value, amount FROM {x.sql(x.table(name))}")
+    assert sorted((r["value"], r["amount"]) for r in served) == [(v, 10 * v) for v in range(5)]
+    assert spark_engine.describe(name) is None  # the name is the alias view again, not a table

@@ -171,6 +171,7 @@ class Runner:
                 continue
             done = self.record.done_ops(stored)
             todo = [op for i, op in enumerate(ops, start=1) if i not in done]
+            self.engine.resumed([op for i, op in enumerate(ops, start=1) if i in done])
             try:
                 self.engine.check_supported(todo)
             except EngineError as err:

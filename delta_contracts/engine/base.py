@@ -201,6 +201,12 @@ class Engine(ABC):
         if reasons:
             raise EngineError(f"the {self.name} engine cannot run this migration:\n  " + "\n  ".join(reasons))
 
+    def resumed(self, done: Sequence[Op]) -> None:
+        """The ops of a migration an earlier run did (the ledger's), before this run does the rest: an engine
+        that acts on what an op of the same migration did (the spark engine, where a cutover's rename left
+        the old table) learns it here."""
+        return None
+
     def close(self) -> None:
         return None
 

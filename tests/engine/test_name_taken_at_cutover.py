@@ -75,3 +75,40 @@ def test_a_table_created_under_the_old_name_during_the_cutover_is_carried_and_gi
     served = spark_engine.sql(f"SELECT value, amount FROM {x.sql(x.table(name))}")
     assert sorted((r["value"], r["amount"]) for r in served) == [(v, 10 * v) for v in range(5)]
     assert spark_engine.describe(name) is None  # the name is the alias view again, not a table
+
+
+class CrashedError(Exception):
+    """apply's process ends here (the kill tests do it with SIGKILL: tests/engine/test_apply_processes.py)."""
+
+
+@EXHAUSTIVE
+def test_a_run_again_after_a_crash_between_the_rename_and_the_view_takes_the_name_back(
+    spark_engine: Engine, tmp_path: Path
+) -> None:
+    """The second run did not rename the old table: it finds it under its new name (the rename's op is
+    skipped) and carries the taken name's rows there all the same."""
+    from delta_contracts.engine.spark.engine import SparkEngine
+
+    schema = "name_taken_crash"
+    create_schema(spark_engine, schema)
+    old, new = contracts(schema)
+    root = plan_folder(tmp_path / "migrations", old, new)
+    assert apply(spark_engine, root, tables=[old.id], to_version=old.version).exit_code == 0
+    first, migration = load_history(root / old.id)
+    name = first.state.physical
+    insert(spark_engine, name, range(0, 3))
+    rename = next(i for i, op in enumerate(migration.migration.ops, 1) if op.kind == "rename_table")
+
+    def crash_after_the_rename(boundary: str) -> None:
+        if boundary == f"{migration.migration_id} op {rename} recorded":
+            spark_engine.sql(f"CREATE TABLE {x.sql(x.table(name))} (value BIGINT, amount BIGINT) USING delta")
+            insert(spark_engine, name, range(3, 5))
+            raise CrashedError
+
+    with pytest.raises(CrashedError):
+        apply(spark_engine, root, tables=[old.id], force_reason="test", on_boundary=crash_after_the_rename)
+    again = SparkEngine(spark_engine.spark, spark_engine.state_dir)  # another process's: no rename seen
+    outcome = apply(again, root, tables=[old.id], force_reason="test")
+    assert outcome.exit_code == 0, [r.detail for run in outcome.runs for r in run.reports if r.detail]
+    served = spark_engine.sql(f"SELECT value, amount FROM {x.sql(x.table(name))}")
+    assert sorted((r["value"], r["amount"]) for r in served) == [(v, 10 * v) for v in range(5)]

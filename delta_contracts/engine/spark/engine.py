@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -259,6 +259,17 @@ class SparkEngine(Engine):
         finally:
             self._held = None
             self._release(hold)
+
+    def resumed(self, done: Sequence[Op]) -> None:
+        for op in done:
+            self._follow_rename(op.table, SPARK_OPS[op].table_left(op))
+
+    def skip_or_check(self, op: Op) -> bool:
+        skipped = super().skip_or_check(op)
+        left = SPARK_OPS[op].table_left(op)
+        if skipped and left != op.table and self.describe(left, with_version=False) is not None:
+            self.renamed_away[op.table] = left  # renamed by a run that ended before its ledger said so
+        return skipped
 
     def _follow_rename(self, table: TableId, left: TableId) -> None:
         """A run's hold set on `table` stays on it under the name a rename left it (`left`): its renewals

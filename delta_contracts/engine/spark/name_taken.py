@@ -35,9 +35,9 @@ def carried_tag(aside: TableId) -> str:
 
 def take_back_name(engine: SparkEngine, name: TableId, home: TableId | None) -> None:
     """Leave `name` free of tables for the view: a Delta table under it is renamed aside, its rows carried
-    to `home` (the old table the cutover renamed away from `name`) and dropped. `home` None: this process
-    did not rename the old table (apply ran again after a crash in between), so a table under the name is
-    refused with what to do, never guessed at."""
+    to `home` (the old table the cutover renamed away from `name`, by this run or, found under its new name,
+    an earlier one) and dropped. `home` None: no rename of this run freed the name, so a table under it is
+    not the view's to take: refused with what to do, never guessed at."""
     if home is not None:
         for aside in _asides(engine, name):
             _carry(engine, aside, home, name)
@@ -107,9 +107,6 @@ def _numbered(name: TableId, number: int) -> TableId:
 
 def _unknown_home(name: TableId) -> str:
     return (
-        f"{name} is a Delta table, not the alias view this op makes: a producer created it after the cutover "
-        "renamed the old table away (a create-if-missing write such as writeStream.toTable or saveAsTable), "
-        "and this run did not rename the old table itself (it ran again after a crash), so it does not carry "
-        f"the rows; insert them into the renamed old table (<table>__v<n>) and drop {name}, then run `apply` "
-        "again"
+        f"{name} is a Delta table, not the view this op makes, and no rename of this migration freed the "
+        f"name: move its rows where they belong and drop it (or rename it), then run `apply` again"
     )

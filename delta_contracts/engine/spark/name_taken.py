@@ -29,7 +29,7 @@ ASIDE_SUFFIX = "__taken"
 ROUNDS = 5
 
 
-def carried_tag(aside: TableId) -> str:
+def _carried_tag(aside: TableId) -> str:
     return f"delta-contracts: rows of {aside}, a table a producer created under the old name at the cutover"
 
 
@@ -62,7 +62,7 @@ def _carry(engine: SparkEngine, aside: TableId, home: TableId | None, name: Tabl
 
     if home is None:
         raise EngineError(_unknown_home(name))
-    tag = carried_tag(aside)
+    tag = _carried_tag(aside)
     if not any(commit.user_metadata == tag for commit in engine.history(home)):
         target = engine.describe(home, with_version=False)
         source = engine.describe(aside, with_version=False)
@@ -95,10 +95,7 @@ def _asides(engine: SparkEngine, name: TableId) -> list[TableId]:
 
 
 def _aside_name(engine: SparkEngine, name: TableId) -> TableId:
-    number = 1
-    while engine.describe(_numbered(name, number), with_version=False) is not None:
-        number += 1
-    return _numbered(name, number)
+    return _numbered(name, len(_asides(engine, name)) + 1)
 
 
 def _numbered(name: TableId, number: int) -> TableId:
